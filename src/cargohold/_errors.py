@@ -1,0 +1,122 @@
+"""The one error tree of cargohold.
+
+::
+
+    CargoholdError
+    ├── UsageError                    a developer mistake: bad arguments, bad configuration
+    │   ├── InvalidReferenceError     not exactly ``artifact://sha256/<64 lowercase hex>``
+    │   ├── InvalidScopeError         tenant, user or session missing or malformed
+    │   └── ConfigError               a configuration file or variable that cannot be used
+    ├── RejectedError                 a write refused; nothing already stored changed
+    │   ├── LimitExceededError        over the artifact size, a session quota or the store quota
+    │   └── SensitivityRefusedError   ``secret``, ``credential`` or ``raw_auth`` content
+    └── StoreError                    the store could not do its job (runtime, not the caller's fault)
+        ├── StoreUnavailableError     I/O or connection failure, the store is busy or broken
+        └── SchemaError               the store's schema is not the one this version expects
+
+Read outcomes (``missing``, ``unauthorized``, ``stale``, ``expired``, ``over_budget``) are values
+(:class:`cargohold.ReadOutcome`), not exceptions; :meth:`cargohold.ReadResult.raise_for_outcome`
+turns one into a :class:`ReadError` for callers that prefer exceptions.
+
+Every message here is written for a model or a log: it never holds a body, a path of the store, an
+owner identity or a lower-level exception's text. Lower-level exceptions (``OSError``,
+``sqlite3.Error``, ``psycopg.Error``) are translated where the backend meets the store seam, and
+chained (``raise ... from exc``) so a developer with a debugger still sees the cause.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class CargoholdError(Exception):
+    """Root of every error cargohold raises on purpose.
+
+    Attributes:
+        code: A stable, machine-readable code for the error class; tests assert codes, not
+            message texts.
+    """
+
+    code: ClassVar[str] = "error"
+
+
+class UsageError(CargoholdError, ValueError):
+    """A developer mistake: a bad argument or a bad configuration value."""
+
+    code = "usage"
+
+
+class InvalidReferenceError(UsageError):
+    """A string that is not exactly a canonical ``artifact://sha256/<64 hex>`` reference."""
+
+    code = "invalid_reference"
+
+
+class InvalidScopeError(UsageError):
+    """A scope without tenant, user or session, or with a malformed part."""
+
+    code = "invalid_scope"
+
+
+class ConfigError(UsageError):
+    """A configuration file, variable or argument that cannot be used."""
+
+    code = "config"
+
+
+class RejectedError(CargoholdError):
+    """A write the store refused. Nothing already stored was changed.
+
+    Attributes:
+        reason: A stable code naming the refusal (for example ``artifact_too_large``).
+    """
+
+    code = "rejected"
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class LimitExceededError(RejectedError):
+    """A write over the per-artifact size, a session quota or the store quota."""
+
+    code = "limit_exceeded"
+
+
+class SensitivityRefusedError(RejectedError):
+    """A write of content whose sensitivity the store never accepts."""
+
+    code = "sensitivity_refused"
+
+
+class StoreError(CargoholdError):
+    """The store could not complete an operation; the caller did nothing wrong."""
+
+    code = "store"
+
+
+class StoreUnavailableError(StoreError):
+    """I/O failure, lost connection, or a store that stayed busy past its timeout."""
+
+    code = "store_unavailable"
+
+
+class SchemaError(StoreError):
+    """The store's schema is older or newer than this version of cargohold expects."""
+
+    code = "schema"
+
+
+class ReadError(CargoholdError):
+    """A read whose outcome was not ``resolved``, raised on request.
+
+    Attributes:
+        outcome: The read outcome's stable code (``missing``, ``stale``, ...).
+    """
+
+    code = "read"
+
+    def __init__(self, message: str, *, outcome: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome

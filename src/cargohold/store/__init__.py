@@ -1,0 +1,64 @@
+"""Store backends and the seam they share.
+
+Pick a backend by URL with :func:`open_store`: ``memory://``, a filesystem path or ``file://``
+URL (the local backend), or ``postgresql://`` (the PostgreSQL backend, ``cargohold[postgres]``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from urllib.parse import unquote, urlparse
+
+from cargohold._errors import ConfigError
+from cargohold._records import Limits
+from cargohold.store._local import LocalStore, default_root
+from cargohold.store._memory import MemoryStore
+from cargohold.store._protocol import Clock, Progress, StoreBackend
+
+__all__ = [
+    "Clock",
+    "LocalStore",
+    "MemoryStore",
+    "Progress",
+    "StoreBackend",
+    "default_root",
+    "open_store",
+]
+
+
+def open_store(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    limits: Limits | None = None,
+    clock: Clock = time.time,
+) -> StoreBackend:
+    """Open the store a URL names.
+
+    Args:
+        url: ``memory://``; a path or ``file://`` URL for the local backend; ``None`` or ``""``
+            for the embedded default (local, under the XDG cache directory).
+        limits: Store limits; defaults when omitted.
+        clock: Source of "now" for TTLs.
+
+    Raises:
+        ConfigError: an unknown scheme.
+    """
+    if url is None or url == "":
+        return LocalStore(None, limits=limits, clock=clock)
+    if isinstance(url, os.PathLike):
+        return LocalStore(url, limits=limits, clock=clock)
+    if url == "memory://" or url.startswith("memory:"):
+        return MemoryStore(limits=limits, clock=clock)
+    if url.startswith("file:"):
+        parsed = urlparse(url)
+        if parsed.netloc not in ("", "localhost"):
+            raise ConfigError("a file:// store URL must name a local path")
+        return LocalStore(unquote(parsed.path), limits=limits, clock=clock)
+    if url.startswith(("postgresql:", "postgres:")):
+        raise ConfigError(
+            "the PostgreSQL backend is not available in this version of cargohold"
+        )
+    if "://" in url:
+        raise ConfigError("unknown store URL scheme: use memory://, file://, a path or postgresql://")
+    return LocalStore(url, limits=limits, clock=clock)

@@ -1,0 +1,144 @@
+"""Logic every backend shares: write preparation, range arithmetic, chunk verification."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cargohold._errors import UsageError
+from cargohold._records import (
+    CHUNK_SIZE,
+    Limits,
+    PutRequest,
+    Sensitivity,
+    check_sensitivity,
+    normalize_media_type,
+)
+from cargohold._ref import Ref
+
+_DIGEST_LEN = 32
+
+
+def as_bytes(data: object) -> bytes:
+    """Accept ``bytes``-like input only; text must be encoded by the caller (it knows the charset)."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise UsageError("store data must be bytes (encode text first)")
+
+
+def chunk_digests(data: bytes | memoryview, chunk_size: int = CHUNK_SIZE) -> bytes:
+    """Concatenated SHA-256 digests of each fixed-size chunk (one digest for an empty body)."""
+    view = memoryview(data)
+    if len(view) == 0:
+        return hashlib.sha256(b"").digest()
+    sha = hashlib.sha256
+    return b"".join(
+        sha(view[offset : offset + chunk_size]).digest()
+        for offset in range(0, len(view), chunk_size)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedWrite:
+    """A write checked against every limit that does not depend on what is already stored."""
+
+    data: bytes
+    ref: Ref
+    media_type: str
+    kind: str | None
+    tool: str | None
+    ttl: float
+    sensitivity: Sensitivity
+    complete: bool
+    classification: str | None
+
+
+def _label(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= 128 or not value.isprintable():
+        raise UsageError(f"{name} must be a printable string of 1 to 128 characters")
+    return value
+
+
+def prepare_write(data: object, request: PutRequest, limits: Limits) -> PreparedWrite:
+    """Validate a write and hash it. Raises before anything is stored."""
+    body = as_bytes(data)
+    sensitivity = check_sensitivity(request.sensitivity)
+    media_type = normalize_media_type(request.media_type)
+    ttl = limits.check_ttl(request.ttl)
+    limits.check_artifact(len(body))
+    if not isinstance(request.complete, bool):
+        raise UsageError("complete must be a bool")
+    return PreparedWrite(
+        data=body,
+        ref=Ref(hashlib.sha256(body).hexdigest()),
+        media_type=media_type,
+        kind=_label("kind", request.kind),
+        tool=_label("tool", request.tool),
+        ttl=ttl,
+        sensitivity=sensitivity,
+        complete=request.complete,
+        classification=_label("classification", request.classification),
+    )
+
+
+def clip_range(size: int, start: int, end: int | None) -> tuple[int, int]:
+    """Clip ``[start, end)`` to a body of ``size`` bytes.
+
+    Raises:
+        UsageError: a negative bound, or ``end`` before ``start``.
+    """
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise UsageError("range start must be a non-negative integer")
+    if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < start):
+        raise UsageError("range end must be an integer at or after its start")
+    stop = size if end is None else min(end, size)
+    begin = min(start, stop)
+    return begin, stop
+
+
+def needs_refresh(old_expires: float, now: float, ttl: float) -> bool:
+    """Whether a repeated write should extend an artifact's life.
+
+    A repeated write of the same bytes keeps the artifact alive for at least half of the TTL it
+    asked for; writing the expiry on every repeat would turn a cheap lookup into a write.
+    """
+    return old_expires < now + ttl / 2
+
+
+def verify_range(
+    read_span: Callable[[int, int], bytes],
+    chunks: bytes,
+    size: int,
+    start: int,
+    end: int,
+    chunk_size: int = CHUNK_SIZE,
+) -> bytes | None:
+    """Read ``[start, end)`` through ``read_span`` and check every chunk it touches.
+
+    ``read_span(offset, length)`` returns the stored bytes at that place. Returns ``None`` when a
+    touched chunk does not hash to its recorded digest, or the stored bytes are short.
+    """
+    if start == end:
+        return b""
+    first = start // chunk_size
+    last = (end - 1) // chunk_size
+    span_start = first * chunk_size
+    span_end = min(size, (last + 1) * chunk_size)
+    if len(chunks) < (last + 1) * _DIGEST_LEN:
+        return None
+    span = read_span(span_start, span_end - span_start)
+    if len(span) != span_end - span_start:
+        return None
+    view = memoryview(span)
+    for index in range(first, last + 1):
+        offset = index * chunk_size - span_start
+        piece = view[offset : offset + chunk_size]
+        expected = chunks[index * _DIGEST_LEN : (index + 1) * _DIGEST_LEN]
+        if hashlib.sha256(piece).digest() != expected:
+            return None
+    return bytes(view[start - span_start : end - span_start])

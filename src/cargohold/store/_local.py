@@ -1,0 +1,717 @@
+"""The local backend, cargohold's embedded default: blob files plus a SQLite index.
+
+Layout under the managed root (directories 0700, files 0600)::
+
+    index.sqlite3                       the index (WAL); its rows decide what is visible
+    staging/                            private, uniquely named files of writes in progress
+    objects/<tenant key>/<ab>/<cd...>   one file per distinct blob of a tenant, named by digest
+
+The tenant key is a hash of the tenant name, so no owner identity appears in a path.
+
+Write order: hash; stage the bytes (write, fsync); then, holding SQLite's write lock, rename the
+staged file into place, fsync its directory and commit the index row. A crash at any point leaves at
+worst a staged file or an orphan blob, both of which ``verify`` reports; never a row without its
+bytes. Renaming under the write lock is what lets ``gc`` unlink safely: it removes the rows, commits,
+then unlinks only blobs that no row names *while holding the same lock*, so a writer that re-adds
+the same bytes in between either sees gc's unlink or is seen by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cargohold._errors import (
+    CargoholdError,
+    SchemaError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
+from cargohold._records import (
+    CHUNK_SIZE,
+    ArtifactRecord,
+    Finding,
+    GcReport,
+    Limits,
+    PutRequest,
+    PutResult,
+    ReadOutcome,
+    ReadResult,
+    Sensitivity,
+    Usage,
+)
+from cargohold._ref import Ref
+from cargohold._scope import Scope
+from cargohold.store._core import (
+    PreparedWrite,
+    chunk_digests,
+    clip_range,
+    needs_refresh,
+    prepare_write,
+    verify_range,
+)
+from cargohold.store._protocol import Clock, Progress
+
+SCHEMA_VERSION = 1
+STAGING_MAX_AGE = 3600.0
+"""A staged file older than this belongs to a write that died: no put takes an hour."""
+
+_HEX = frozenset("0123456789abcdef")
+
+_SCHEMA = """
+CREATE TABLE blobs (
+    tenant TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    chunk_size INTEGER NOT NULL,
+    chunks BLOB NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (tenant, digest)
+) WITHOUT ROWID;
+CREATE TABLE artifacts (
+    tenant TEXT NOT NULL,
+    user TEXT NOT NULL,
+    session TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    media_type TEXT NOT NULL,
+    kind TEXT,
+    tool TEXT,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    sensitivity TEXT NOT NULL,
+    complete INTEGER NOT NULL,
+    classification TEXT,
+    task TEXT,
+    worker TEXT,
+    agent TEXT,
+    PRIMARY KEY (tenant, user, session, digest),
+    FOREIGN KEY (tenant, digest) REFERENCES blobs (tenant, digest)
+) WITHOUT ROWID;
+CREATE INDEX artifacts_by_digest ON artifacts (tenant, digest);
+CREATE INDEX artifacts_by_expiry ON artifacts (expires);
+CREATE TABLE stats (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    objects INTEGER NOT NULL,
+    bytes INTEGER NOT NULL
+);
+INSERT INTO stats (id, objects, bytes) VALUES (1, 0, 0);
+"""
+
+_RECORD_COLUMNS = (
+    "digest, size, media_type, kind, tool, created, expires, sensitivity, complete,"
+    " classification, task, worker, agent"
+)
+
+
+def default_root() -> Path:
+    """The embedded default store's root: ``cargohold`` under the user's XDG cache directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("cargohold", appauthor=False))
+
+
+def tenant_key(tenant: str) -> str:
+    """The directory name of a tenant: a hash, so no owner identity appears in a path."""
+    return hashlib.sha256(b"cargohold-tenant\0" + tenant.encode()).hexdigest()[:32]
+
+
+def _record(row: sqlite3.Row | tuple[object, ...]) -> ArtifactRecord:
+    (digest, size, media, kind, tool, created, expires, sens, complete, cls, task, worker, agent) = (
+        tuple(row)
+    )
+    return ArtifactRecord(
+        ref=Ref(str(digest)),
+        size=int(size),  # type: ignore[call-overload]  # sqlite values are untyped
+        media_type=str(media),
+        kind=None if kind is None else str(kind),
+        tool=None if tool is None else str(tool),
+        created=float(created),  # type: ignore[arg-type]
+        expires=float(expires),  # type: ignore[arg-type]
+        sensitivity=Sensitivity(str(sens)),
+        complete=bool(complete),
+        classification=None if cls is None else str(cls),
+        task=None if task is None else str(task),
+        worker=None if worker is None else str(worker),
+        agent=None if agent is None else str(agent),
+    )
+
+
+def _mkdir_private(path: Path) -> None:
+    """Create ``path`` (and parents) as 0700 directories; refuse a symlink in its place."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StoreError("a store directory is not a directory") from None
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise StoreError("a store directory is a symlink or not a directory")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def _fsync_dir(path: Path | str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """Translate lower-level failures at the seam, without their text (it may hold paths)."""
+    try:
+        yield
+    except CargoholdError:
+        raise
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise StoreUnavailableError("the store stayed busy past its timeout") from exc
+        raise StoreUnavailableError("the store index could not be used") from exc
+    except sqlite3.DatabaseError as exc:
+        raise StoreError("the store index is damaged or unreadable") from exc
+    except OSError as exc:
+        raise StoreUnavailableError("store I/O failed") from exc
+
+
+class LocalStore:
+    """Blob files plus a SQLite index under one managed root; safe for several processes at once.
+
+    Args:
+        root: The managed root; ``None`` takes :func:`default_root`.
+        limits: Store limits; the defaults of :class:`~cargohold.Limits` when omitted.
+        clock: Source of "now" for TTLs; injected in tests.
+        busy_timeout: Seconds to wait for another process's write before giving up.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        limits: Limits | None = None,
+        clock: Clock = time.time,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.limits = limits or Limits()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._pool: ThreadPoolExecutor | None = None
+        with _translated():
+            root_path = Path(default_root() if root is None else root).expanduser()
+            _mkdir_private(root_path)
+            self._root = Path(os.path.realpath(root_path))
+            self._objects = self._root / "objects"
+            self._staging = self._root / "staging"
+            _mkdir_private(self._objects)
+            _mkdir_private(self._staging)
+            index = self._root / "index.sqlite3"
+            # SQLite gives its -wal and -shm files the database file's mode: create it 0600 first.
+            os.close(os.open(index, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600))
+            self._db = sqlite3.connect(
+                index, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            self._closed = False
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+
+    def __repr__(self) -> str:
+        return "LocalStore()"
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version == SCHEMA_VERSION:
+                return
+            if version > SCHEMA_VERSION:
+                raise SchemaError(
+                    f"the store's schema is version {version}; this cargohold knows up to "
+                    f"{SCHEMA_VERSION}: upgrade cargohold"
+                )
+            if version == 0:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding SQLite's write lock across processes."""
+        with self._lock:
+            if self._closed:
+                raise UsageError("the store is closed")
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def _blob_path(self, tenant: str, digest: str) -> Path:
+        return self._objects / tenant_key(tenant) / digest[:2] / digest[2:]
+
+    def _open_blob(self, tenant: str, digest: str, size: int) -> int | None:
+        """Open a blob for reading, refusing symlinks, escapes, foreign owners and wrong sizes."""
+        path = self._blob_path(tenant, digest)
+        parent = path.parent
+        try:
+            if os.path.realpath(parent) != str(parent):
+                return None
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        info = os.fstat(fd)
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_uid != os.geteuid()
+            or info.st_size != size
+        ):
+            os.close(fd)
+            return None
+        return fd
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _stage(self, data: bytes) -> tuple[str, bytes]:
+        """Write ``data`` to a private staging file and fsync it; hash its chunks meanwhile.
+
+        hashlib releases the GIL on large buffers, so the chunk digests cost nothing on a second
+        core while the disk syncs.
+        """
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cargohold-hash")
+        pending = self._pool.submit(chunk_digests, data) if len(data) > CHUNK_SIZE else None
+        name = f"{os.getpid()}-{threading.get_ident()}-{os.urandom(8).hex()}"
+        staged = str(self._staging / name)
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+            raise
+        os.close(fd)
+        chunks = pending.result() if pending is not None else chunk_digests(data)
+        return staged, chunks
+
+    def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
+        write = prepare_write(data, request, self.limits)
+        with _translated():
+            fast = self._put_existing(scope, write)
+            if fast is not None:
+                return fast
+            return self._put_new(scope, write)
+
+    def _put_existing(self, scope: Scope, write: PreparedWrite) -> PutResult | None:
+        """The cheap path: this owner already holds these bytes. One lookup, rarely a write."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM artifacts"
+                " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                (*scope.owner, write.ref.digest),
+            ).fetchone()
+        if row is None:
+            return None
+        record = _record(row)
+        now = self._clock()
+        if record.expires <= now:
+            return None  # expired: counts again toward the quota, so take the full path
+        if needs_refresh(record.expires, now, write.ttl):
+            with self._write() as db:
+                db.execute(
+                    "UPDATE artifacts SET expires = max(expires, ?)"
+                    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                    (now + write.ttl, *scope.owner, write.ref.digest),
+                )
+            record = dataclasses.replace(record, expires=max(record.expires, now + write.ttl))
+        return PutResult(write.ref, record, existing=True, blob_written=False)
+
+    def _put_new(self, scope: Scope, write: PreparedWrite) -> PutResult:
+        digest = write.ref.digest
+        size = len(write.data)
+        with self._lock:
+            known = self._db.execute(
+                "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (scope.tenant, digest)
+            ).fetchone()
+        staged: str | None = None
+        chunks = b""
+        if known is None:
+            staged, chunks = self._stage(write.data)
+        try:
+            with self._write() as db:
+                now = self._clock()
+                old = db.execute(
+                    "SELECT expires FROM artifacts"
+                    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                    (*scope.owner, digest),
+                ).fetchone()
+                existing = old is not None and old[0] > now
+                if not existing:
+                    objects, held = db.execute(
+                        "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
+                        " WHERE tenant = ? AND user = ? AND session = ? AND expires > ?",
+                        (*scope.owner, now),
+                    ).fetchone()
+                    self.limits.check_session(objects, held, size)
+                blob = db.execute(
+                    "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (scope.tenant, digest)
+                ).fetchone()
+                path = self._blob_path(scope.tenant, digest)
+                blob_written = blob is None or not path.exists()
+                if blob_written:
+                    if staged is None:  # gc removed the blob since we looked: stage it now
+                        staged, chunks = self._stage(write.data)
+                    if blob is None:
+                        objects, held = db.execute(
+                            "SELECT objects, bytes FROM stats WHERE id = 1"
+                        ).fetchone()
+                        self.limits.check_store(objects, held, size)
+                    _mkdir_private(path.parent)
+                    os.rename(staged, path)
+                    staged = None
+                    _fsync_dir(path.parent)
+                    if blob is None:
+                        db.execute(
+                            "INSERT INTO blobs (tenant, digest, size, chunk_size, chunks, created)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            (scope.tenant, digest, size, CHUNK_SIZE, chunks, now),
+                        )
+                        db.execute(
+                            "UPDATE stats SET objects = objects + 1, bytes = bytes + ? WHERE id = 1",
+                            (size,),
+                        )
+                expires = now + write.ttl
+                db.execute(
+                    "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
+                    " tool, created, expires, sensitivity, complete, classification, task, worker,"
+                    " agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (tenant, user, session, digest) DO UPDATE SET"
+                    " expires = max(artifacts.expires, excluded.expires)",
+                    (
+                        *scope.owner,
+                        digest,
+                        size,
+                        write.media_type,
+                        write.kind,
+                        write.tool,
+                        now,
+                        expires,
+                        write.sensitivity.value,
+                        int(write.complete),
+                        write.classification,
+                        scope.task,
+                        scope.worker,
+                        scope.agent,
+                    ),
+                )
+                row = db.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM artifacts"
+                    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                    (*scope.owner, digest),
+                ).fetchone()
+        finally:
+            if staged is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(staged)
+        return PutResult(write.ref, _record(row), existing=existing, blob_written=blob_written)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _lookup(self, scope: Scope, ref: Ref) -> tuple[ReadResult, bytes]:
+        with self._lock:
+            if self._closed:
+                raise UsageError("the store is closed")
+            row = self._db.execute(
+                f"SELECT {', '.join('a.' + c.strip() for c in _RECORD_COLUMNS.split(','))},"
+                " b.chunks FROM artifacts a JOIN blobs b"
+                " ON a.tenant = b.tenant AND a.digest = b.digest"
+                " WHERE a.tenant = ? AND a.user = ? AND a.session = ? AND a.digest = ?",
+                (*scope.owner, ref.digest),
+            ).fetchone()
+            if row is None:
+                # The same query shape whether the tenant never saw the bytes or another tenant
+                # holds them: denial across tenants must look like absence.
+                other = self._db.execute(
+                    "SELECT 1 FROM artifacts WHERE tenant = ? AND digest = ? LIMIT 1",
+                    (scope.tenant, ref.digest),
+                ).fetchone()
+                outcome = ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING
+                return ReadResult(outcome, ref), b""
+        record = _record(row[:-1])
+        if record.expires <= self._clock():
+            return ReadResult(ReadOutcome.EXPIRED, ref, record=record), b""
+        return ReadResult(ReadOutcome.RESOLVED, ref, record=record), bytes(row[-1])
+
+    def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        with _translated():
+            return self._lookup(scope, ref)[0]
+
+    def read(
+        self,
+        scope: Scope,
+        ref: Ref,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        max_bytes: int | None = None,
+    ) -> ReadResult:
+        with _translated():
+            found, chunks = self._lookup(scope, ref)
+            record = found.record
+            if found.outcome is not ReadOutcome.RESOLVED or record is None:
+                return found
+            begin, stop = clip_range(record.size, start, end)
+            if max_bytes is not None and stop - begin > max_bytes:
+                return ReadResult(ReadOutcome.OVER_BUDGET, ref, record=record, start=begin)
+            stale = ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
+            fd = self._open_blob(scope.tenant, ref.digest, record.size)
+            if fd is None:
+                return stale
+            try:
+                if begin == 0 and stop == record.size:
+                    body = _read_exact(fd, 0, record.size)
+                    if hashlib.sha256(body).hexdigest() != ref.digest:
+                        return stale
+                    return ReadResult(ReadOutcome.RESOLVED, ref, body, record, begin)
+                part = verify_range(
+                    lambda offset, length: _read_exact(fd, offset, length),
+                    chunks,
+                    record.size,
+                    begin,
+                    stop,
+                )
+            finally:
+                os.close(fd)
+            if part is None:
+                return stale
+            return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
+
+    def list(self, scope: Scope) -> list[ArtifactRecord]:
+        with _translated(), self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM artifacts"
+                " WHERE tenant = ? AND user = ? AND session = ? ORDER BY created, digest",
+                scope.owner,
+            ).fetchall()
+        return [_record(row) for row in rows]
+
+    def usage(self, scope: Scope) -> Usage:
+        with _translated(), self._lock:
+            objects, held = self._db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
+                " WHERE tenant = ? AND user = ? AND session = ? AND expires > ?",
+                (*scope.owner, self._clock()),
+            ).fetchone()
+        return Usage(int(objects), int(held))
+
+    def store_usage(self) -> Usage:
+        with _translated(), self._lock:
+            objects, held = self._db.execute(
+                "SELECT objects, bytes FROM stats WHERE id = 1"
+            ).fetchone()
+        return Usage(int(objects), int(held))
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        with _translated():
+            return self._gc(dry_run, progress)
+
+    def _gc(self, dry_run: bool, progress: Progress | None) -> GcReport:
+        with self._write() as db:
+            now = self._clock()
+            expired = db.execute(
+                "SELECT tenant, user, session, digest FROM artifacts WHERE expires <= ?"
+                " ORDER BY tenant, digest, user, session",
+                (now,),
+            ).fetchall()
+            candidates = sorted({(tenant, digest) for tenant, _, _, digest in expired})
+            doomed: list[tuple[str, str, int]] = []
+            for tenant, digest in candidates:
+                live = db.execute(
+                    "SELECT 1 FROM artifacts WHERE tenant = ? AND digest = ? AND expires > ?"
+                    " LIMIT 1",
+                    (tenant, digest, now),
+                ).fetchone()
+                if live is None:
+                    (size,) = db.execute(
+                        "SELECT size FROM blobs WHERE tenant = ? AND digest = ?", (tenant, digest)
+                    ).fetchone()
+                    doomed.append((tenant, digest, int(size)))
+            freed = sum(size for _, _, size in doomed)
+            report = GcReport(len(expired), len(doomed), freed, dry_run)
+            if dry_run:
+                return report
+            db.executemany(
+                "DELETE FROM artifacts WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                [tuple(row) for row in expired],
+            )
+            db.executemany(
+                "DELETE FROM blobs WHERE tenant = ? AND digest = ?",
+                [(tenant, digest) for tenant, digest, _ in doomed],
+            )
+            db.execute(
+                "UPDATE stats SET objects = objects - ?, bytes = bytes - ? WHERE id = 1",
+                (len(doomed), freed),
+            )
+        # Files go only after the commit that removed their rows, and under the write lock, so
+        # a writer re-adding the same bytes meanwhile is seen (its row is back) and kept.
+        total = len(doomed)
+        for start in range(0, total, 256):
+            batch = doomed[start : start + 256]
+            with self._write() as db:
+                for tenant, digest, _ in batch:
+                    back = db.execute(
+                        "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (tenant, digest)
+                    ).fetchone()
+                    if back is None:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(self._blob_path(tenant, digest))
+            if progress is not None:
+                progress(min(start + 256, total), total)
+        self._remove_dead_staging()
+        return report
+
+    def _remove_dead_staging(self) -> None:
+        cutoff = time.time() - STAGING_MAX_AGE
+        for entry in os.scandir(self._staging):
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+    def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        with _translated():
+            return self._verify(progress)
+
+    def _verify(self, progress: Progress | None) -> list[Finding]:
+        findings: list[Finding] = []
+        with self._lock:
+            blobs = self._db.execute(
+                "SELECT tenant, digest, size, chunk_size, chunks FROM blobs ORDER BY tenant, digest"
+            ).fetchall()
+            unbacked = self._db.execute(
+                "SELECT DISTINCT a.digest FROM artifacts a LEFT JOIN blobs b"
+                " ON a.tenant = b.tenant AND a.digest = b.digest WHERE b.digest IS NULL"
+                " ORDER BY a.digest"
+            ).fetchall()
+        for (digest,) in unbacked:
+            findings.append(Finding("missing_blob", digest, "a record has no blob row"))
+        known: dict[str, set[str]] = {}
+        for index, (tenant, digest, size, chunk_size, chunks) in enumerate(blobs, 1):
+            known.setdefault(tenant_key(tenant), set()).add(digest)
+            findings.extend(self._check_blob(tenant, digest, size, chunk_size, bytes(chunks)))
+            if progress is not None:
+                progress(index, len(blobs))
+        findings.extend(self._walk_objects(known))
+        for entry in sorted(os.scandir(self._staging), key=lambda e: e.name):
+            findings.append(Finding("staging", None, "a staged file of an unfinished write"))
+        return findings
+
+    def _check_blob(
+        self, tenant: str, digest: str, size: int, chunk_size: int, chunks: bytes
+    ) -> list[Finding]:
+        path = self._blob_path(tenant, digest)
+        if not os.path.lexists(path):
+            return [Finding("missing_blob", digest, "the blob's bytes are gone")]
+        fd = self._open_blob(tenant, digest, size)
+        if fd is None:
+            return [Finding("corrupt", digest, "the blob is a link, foreign, or the wrong size")]
+        try:
+            sha = hashlib.sha256()
+            pieces = []
+            for offset in range(0, size, 4 * 1024 * 1024):
+                block = _read_exact(fd, offset, min(4 * 1024 * 1024, size - offset))
+                sha.update(block)
+                pieces.append(block)
+        finally:
+            os.close(fd)
+        if sha.hexdigest() != digest:
+            return [Finding("corrupt", digest, "bytes do not match their digest")]
+        if chunk_digests(b"".join(pieces), chunk_size) != chunks:
+            return [Finding("corrupt", digest, "chunk digests do not match the bytes")]
+        return []
+
+    def _walk_objects(self, known: dict[str, set[str]]) -> list[Finding]:
+        findings: list[Finding] = []
+        for dirpath, dirnames, filenames in os.walk(self._objects):
+            dirnames.sort()
+            rel = Path(dirpath).relative_to(self._objects).parts
+            for name in sorted(filenames) + [d for d in dirnames if len(rel) >= 2]:
+                full = os.path.join(dirpath, name)
+                digest = (rel[1] + name) if len(rel) == 2 else ""
+                well_formed = (
+                    len(rel) == 2
+                    and len(digest) == 64
+                    and set(digest) <= _HEX
+                    and stat.S_ISREG(os.lstat(full).st_mode)
+                )
+                if not well_formed:
+                    findings.append(Finding("unknown", None, "an entry the store did not make"))
+                elif digest not in known.get(rel[0], set()):
+                    findings.append(Finding("orphan", digest, "bytes no record names"))
+            for name in list(dirnames):
+                if os.path.islink(os.path.join(dirpath, name)):
+                    findings.append(Finding("unknown", None, "a symlink in the store"))
+                    dirnames.remove(name)
+        return findings
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+    def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
+        """Flip one stored byte in place, as a disk fault would. For tests of ``stale``."""
+        path = self._blob_path(tenant, ref.digest)
+        with open(path, "r+b") as handle:
+            handle.seek(offset)
+            byte = handle.read(1)
+            handle.seek(offset)
+            handle.write(bytes([byte[0] ^ 0xFF]))
+
+    def blob_path_for_tests(self, tenant: str, ref: Ref) -> Path:
+        """Where a blob lives, for tests that attack the filesystem (symlinks, permissions)."""
+        return self._blob_path(tenant, ref.digest)
+
+
+def _read_exact(fd: int, offset: int, length: int) -> bytes:
+    data = os.pread(fd, length, offset)
+    if len(data) == length or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < length:
+        more = os.pread(fd, length - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)

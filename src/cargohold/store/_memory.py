@@ -1,0 +1,219 @@
+"""The memory backend: a real store that lives as long as its process (tests, ephemeral runs)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from cargohold._records import (
+    ArtifactRecord,
+    Finding,
+    GcReport,
+    Limits,
+    PutRequest,
+    PutResult,
+    ReadOutcome,
+    ReadResult,
+    Usage,
+)
+from cargohold._ref import Ref
+from cargohold._scope import Scope
+from cargohold.store._core import (
+    chunk_digests,
+    clip_range,
+    needs_refresh,
+    prepare_write,
+    verify_range,
+)
+from cargohold.store._protocol import Clock, Progress
+
+_Owner = tuple[str, str, str]
+_ArtifactKey = tuple[str, str, str, str]  # (tenant, user, session, digest)
+_BlobKey = tuple[str, str]  # (tenant, digest)
+
+
+@dataclass(slots=True)
+class _Blob:
+    data: bytearray
+    chunks: bytes
+
+
+class MemoryStore:
+    """An in-process store with the same contracts as the durable backends.
+
+    Bytes are kept per tenant and deduplicated within it; every read is verified against the
+    recorded digests exactly as the local backend's are, so a test that corrupts a blob (see
+    :meth:`corrupt_for_tests`) sees ``stale``.
+    """
+
+    def __init__(self, *, limits: Limits | None = None, clock: Clock = time.time) -> None:
+        self.limits = limits or Limits()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._artifacts: dict[_ArtifactKey, ArtifactRecord] = {}
+        self._blobs: dict[_BlobKey, _Blob] = {}
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+    def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
+        write = prepare_write(data, request, self.limits)
+        digest = write.ref.digest
+        key: _ArtifactKey = (*scope.owner, digest)
+        blob_key: _BlobKey = (scope.tenant, digest)
+        with self._lock:
+            now = self._clock()
+            old = self._artifacts.get(key)
+            live = old is not None and old.expires > now
+            if old is not None and live:
+                record = old
+                if needs_refresh(old.expires, now, write.ttl):
+                    record = replace(old, expires=now + write.ttl)
+                    self._artifacts[key] = record
+                return PutResult(write.ref, record, existing=True, blob_written=False)
+            objects, size = self._session_usage(scope.owner, now)
+            self.limits.check_session(objects, size, len(write.data))
+            blob_written = blob_key not in self._blobs
+            if blob_written:
+                stats = self.store_usage()
+                self.limits.check_store(stats.objects, stats.bytes, len(write.data))
+            record = ArtifactRecord(
+                ref=write.ref,
+                size=len(write.data),
+                media_type=write.media_type,
+                kind=write.kind,
+                tool=write.tool,
+                created=now,
+                expires=now + write.ttl,
+                sensitivity=write.sensitivity,
+                complete=write.complete,
+                classification=write.classification,
+                task=scope.task,
+                worker=scope.worker,
+                agent=scope.agent,
+            )
+            if blob_written:
+                self._blobs[blob_key] = _Blob(bytearray(write.data), chunk_digests(write.data))
+            self._artifacts[key] = record
+            return PutResult(write.ref, record, existing=False, blob_written=blob_written)
+
+    def _session_usage(self, owner: _Owner, now: float) -> tuple[int, int]:
+        objects = size = 0
+        for key, record in self._artifacts.items():
+            if key[:3] == owner and record.expires > now:
+                objects += 1
+                size += record.size
+        return objects, size
+
+    def _lookup(self, scope: Scope, ref: Ref) -> ReadResult:
+        record = self._artifacts.get((*scope.owner, ref.digest))
+        if record is None:
+            tenant_has_it = any(
+                key[0] == scope.tenant and key[3] == ref.digest for key in self._artifacts
+            )
+            outcome = ReadOutcome.UNAUTHORIZED if tenant_has_it else ReadOutcome.MISSING
+            return ReadResult(outcome, ref)
+        if record.expires <= self._clock():
+            return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
+        return ReadResult(ReadOutcome.RESOLVED, ref, record=record)
+
+    def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        with self._lock:
+            return self._lookup(scope, ref)
+
+    def read(
+        self,
+        scope: Scope,
+        ref: Ref,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        max_bytes: int | None = None,
+    ) -> ReadResult:
+        with self._lock:
+            found = self._lookup(scope, ref)
+            record = found.record
+            if found.outcome is not ReadOutcome.RESOLVED or record is None:
+                return found
+            begin, stop = clip_range(record.size, start, end)
+            if max_bytes is not None and stop - begin > max_bytes:
+                return ReadResult(ReadOutcome.OVER_BUDGET, ref, record=record, start=begin)
+            blob = self._blobs.get((scope.tenant, ref.digest))
+            if blob is None:
+                return ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
+            if begin == 0 and stop == record.size:
+                body = bytes(blob.data)
+                if len(body) != record.size or hashlib.sha256(body).hexdigest() != ref.digest:
+                    return ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
+                return ReadResult(ReadOutcome.RESOLVED, ref, body, record, begin)
+            data = blob.data
+            part = verify_range(
+                lambda offset, length: bytes(data[offset : offset + length]),
+                blob.chunks,
+                record.size,
+                begin,
+                stop,
+            )
+            if part is None:
+                return ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
+            return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
+
+    def list(self, scope: Scope) -> list[ArtifactRecord]:
+        with self._lock:
+            found = [r for k, r in self._artifacts.items() if k[:3] == scope.owner]
+        return sorted(found, key=lambda r: (r.created, r.ref.digest))
+
+    def usage(self, scope: Scope) -> Usage:
+        with self._lock:
+            objects, size = self._session_usage(scope.owner, self._clock())
+        return Usage(objects, size)
+
+    def store_usage(self) -> Usage:
+        with self._lock:
+            return Usage(len(self._blobs), sum(len(b.data) for b in self._blobs.values()))
+
+    def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        with self._lock:
+            now = self._clock()
+            expired = sorted(k for k, r in self._artifacts.items() if r.expires <= now)
+            remaining = {
+                (k[0], k[3]) for k, r in self._artifacts.items() if r.expires > now
+            }
+            doomed = sorted({(k[0], k[3]) for k in expired} - remaining)
+            freed = sum(len(self._blobs[b].data) for b in doomed if b in self._blobs)
+            if not dry_run:
+                for index, key in enumerate(expired, 1):
+                    del self._artifacts[key]
+                    if progress is not None:
+                        progress(index, len(expired))
+                for blob_key in doomed:
+                    self._blobs.pop(blob_key, None)
+            return GcReport(len(expired), len(doomed), freed, dry_run)
+
+    def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        with self._lock:
+            findings: list[Finding] = []
+            blobs = sorted(self._blobs.items())
+            for index, ((_, digest), blob) in enumerate(blobs, 1):
+                body = bytes(blob.data)
+                if hashlib.sha256(body).hexdigest() != digest:
+                    findings.append(Finding("corrupt", digest, "bytes do not match their digest"))
+                elif chunk_digests(body) != blob.chunks:
+                    findings.append(Finding("corrupt", digest, "chunk digests do not match"))
+                if progress is not None:
+                    progress(index, len(blobs))
+            for key in sorted(self._artifacts):
+                if (key[0], key[3]) not in self._blobs:
+                    findings.append(Finding("missing_blob", key[3], "a record has no bytes"))
+            return findings
+
+    def close(self) -> None:
+        """Nothing to release; the contents live until the object is dropped."""
+
+    def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
+        """Flip one stored byte, as a disk fault would. For tests of the ``stale`` outcome."""
+        with self._lock:
+            blob = self._blobs[(tenant, ref.digest)]
+            blob.data[offset] ^= 0xFF

@@ -1,0 +1,105 @@
+"""The store seam: one small synchronous protocol that every backend implements.
+
+The seam is synchronous: SQLite, files and psycopg's pooled connections are all synchronous at
+heart, and an async surface (the MCP server) adapts at its edge with a worker thread rather than
+every backend carrying an async twin of each verb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from cargohold._records import (
+    ArtifactRecord,
+    Finding,
+    GcReport,
+    Limits,
+    PutRequest,
+    PutResult,
+    ReadResult,
+    Usage,
+)
+from cargohold._ref import Ref
+from cargohold._scope import Scope
+
+Clock = Callable[[], float]
+"""Seconds since the epoch; injected so expiry is testable without sleeping."""
+
+Progress = Callable[[int, int], None]
+"""Called with (done, total) during long work such as ``verify`` and ``gc``."""
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """An authoritative, content-addressed, owner-scoped artifact store.
+
+    Every verb takes the owner :class:`~cargohold.Scope` explicitly; producers and tools use
+    :class:`~cargohold.ScopedStore`, which stamps one scope on every call. Reads return a
+    :class:`~cargohold.ReadResult` whose outcome is a value: only ``resolved`` carries bytes, and
+    those bytes were verified against the reference's SHA-256 on the way out.
+
+    Contract (checked by :mod:`cargohold.testing`):
+
+    - identical bytes in one tenant are stored once; the same owner writing them again gets
+      ``existing=True`` and no second write;
+    - another tenant's artifact reads as ``missing``; another session's in the same tenant as
+      ``unauthorized``;
+    - a write over a limit, or of refused sensitivity, raises and changes nothing stored;
+    - ``gc`` removes only expired artifacts, and bytes no live artifact still names;
+    - ``verify`` reports and never deletes.
+    """
+
+    limits: Limits
+
+    def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
+        """Store ``data`` for ``scope``; durable when this returns."""
+        ...
+
+    def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        """The record of ``ref`` for ``scope``, without reading or verifying the bytes.
+
+        The outcome is ``resolved``, ``missing``, ``unauthorized`` or ``expired``.
+        """
+        ...
+
+    def read(
+        self,
+        scope: Scope,
+        ref: Ref,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        max_bytes: int | None = None,
+    ) -> ReadResult:
+        """Verified bytes ``[start, end)`` of ``ref`` (``end=None``: to the end of the body).
+
+        A range past the end is clipped to the body. When the answer would be longer than
+        ``max_bytes`` the outcome is ``over_budget`` and nothing is read. A whole read verifies the
+        SHA-256 of the body; a partial read re-hashes only the chunks it touches.
+        """
+        ...
+
+    def list(self, scope: Scope) -> list[ArtifactRecord]:
+        """Every artifact recorded for the scope's owner, expired ones included, oldest first."""
+        ...
+
+    def usage(self, scope: Scope) -> Usage:
+        """What the scope's session holds toward its quota (unexpired artifacts)."""
+        ...
+
+    def store_usage(self) -> Usage:
+        """Distinct blobs and physical bytes the whole store holds, until gc."""
+        ...
+
+    def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        """Remove expired artifacts and the bytes no live artifact names. Explicit, no daemon."""
+        ...
+
+    def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        """Check every blob against its digest and report what is wrong. Deletes nothing."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and file handles. Idempotent."""
+        ...
