@@ -15,6 +15,7 @@ Quick start::
     data = scoped.read(put.ref, start=0, end=100).raise_for_outcome()
 """
 
+from cargohold._config import Settings, load_settings
 from cargohold._errors import (
     CargoholdError,
     ConfigError,
@@ -72,10 +73,12 @@ __all__ = [
     "ScopedStore",
     "Sensitivity",
     "SensitivityRefusedError",
+    "Settings",
     "StoreBackend",
     "StoreError",
     "StoreUnavailableError",
     "Usage",
     "UsageError",
+    "load_settings",
     "open_store",
 ]

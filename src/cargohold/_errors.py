@@ -10,7 +10,7 @@
     ├── RejectedError                 a write refused; nothing already stored changed
     │   ├── LimitExceededError        over the artifact size, a session quota or the store quota
     │   └── SensitivityRefusedError   ``secret``, ``credential`` or ``raw_auth`` content
-    └── StoreError                    the store could not do its job (runtime, not the caller's fault)
+    └── StoreError                    the store could not do its job (not the caller's fault)
         ├── StoreUnavailableError     I/O or connection failure, the store is busy or broken
         └── SchemaError               the store's schema is not the one this version expects
 

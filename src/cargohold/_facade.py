@@ -89,13 +89,11 @@ class ScopedStore:
         max_bytes: int | None = None,
     ) -> ReadResult:
         """Verified bytes ``[start, end)`` of ``ref``, or an outcome without content."""
-        return self._store.read(
-            self._scope, as_ref(ref), start=start, end=end, max_bytes=max_bytes
-        )
+        return self._store.read(self._scope, as_ref(ref), start=start, end=end, max_bytes=max_bytes)
 
-    def list(self) -> list[ArtifactRecord]:
+    def artifacts(self) -> list[ArtifactRecord]:
         """This owner's artifacts, expired ones included, oldest first."""
-        return self._store.list(self._scope)
+        return self._store.artifacts(self._scope)
 
     def usage(self) -> Usage:
         """What this session holds toward its quota."""

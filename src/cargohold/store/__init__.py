@@ -56,9 +56,9 @@ def open_store(
             raise ConfigError("a file:// store URL must name a local path")
         return LocalStore(unquote(parsed.path), limits=limits, clock=clock)
     if url.startswith(("postgresql:", "postgres:")):
-        raise ConfigError(
-            "the PostgreSQL backend is not available in this version of cargohold"
-        )
+        raise ConfigError("the PostgreSQL backend is not available in this version of cargohold")
     if "://" in url:
-        raise ConfigError("unknown store URL scheme: use memory://, file://, a path or postgresql://")
+        raise ConfigError(
+            "unknown store URL scheme: use memory://, file://, a path or postgresql://"
+        )
     return LocalStore(url, limits=limits, clock=clock)

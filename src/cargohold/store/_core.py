@@ -21,7 +21,7 @@ _DIGEST_LEN = 32
 
 
 def as_bytes(data: object) -> bytes:
-    """Accept ``bytes``-like input only; text must be encoded by the caller (it knows the charset)."""
+    """Accept ``bytes``-like input only: text is encoded by the caller, who knows its charset."""
     if isinstance(data, bytes):
         return data
     if isinstance(data, bytearray | memoryview):

@@ -11,9 +11,9 @@ The tenant key is a hash of the tenant name, so no owner identity appears in a p
 Write order: hash; stage the bytes (write, fsync); then, holding SQLite's write lock, rename the
 staged file into place, fsync its directory and commit the index row. A crash at any point leaves at
 worst a staged file or an orphan blob, both of which ``verify`` reports; never a row without its
-bytes. Renaming under the write lock is what lets ``gc`` unlink safely: it removes the rows, commits,
-then unlinks only blobs that no row names *while holding the same lock*, so a writer that re-adds
-the same bytes in between either sees gc's unlink or is seen by it.
+bytes. Renaming under the write lock is what lets ``gc`` unlink safely: it removes the rows,
+commits, then unlinks only blobs that no row names *while holding the same lock*, so a writer
+that re-adds the same bytes in between either sees gc's unlink or is seen by it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from cargohold._errors import (
     CargoholdError,
@@ -112,6 +113,16 @@ _RECORD_COLUMNS = (
     "digest, size, media_type, kind, tool, created, expires, sensitivity, complete,"
     " classification, task, worker, agent"
 )
+_OWNED = " WHERE tenant = ? AND user = ? AND session = ?"
+# The column list is a constant of this module; every value is bound as a parameter.
+_SELECT_ONE = f"SELECT {_RECORD_COLUMNS} FROM artifacts{_OWNED} AND digest = ?"  # noqa: S608
+_SELECT_ALL = f"SELECT {_RECORD_COLUMNS} FROM artifacts{_OWNED} ORDER BY created, digest"  # noqa: S608
+_SELECT_READ = (
+    "SELECT "  # noqa: S608
+    + ", ".join("a." + c.strip() for c in _RECORD_COLUMNS.split(","))
+    + ", b.chunks FROM artifacts a JOIN blobs b ON a.tenant = b.tenant AND a.digest = b.digest"
+    " WHERE a.tenant = ? AND a.user = ? AND a.session = ? AND a.digest = ?"
+)
 
 
 def default_root() -> Path:
@@ -126,18 +137,30 @@ def tenant_key(tenant: str) -> str:
     return hashlib.sha256(b"cargohold-tenant\0" + tenant.encode()).hexdigest()[:32]
 
 
-def _record(row: sqlite3.Row | tuple[object, ...]) -> ArtifactRecord:
-    (digest, size, media, kind, tool, created, expires, sens, complete, cls, task, worker, agent) = (
-        tuple(row)
-    )
+def _record(row: tuple[Any, ...]) -> ArtifactRecord:
+    (
+        digest,
+        size,
+        media,
+        kind,
+        tool,
+        created,
+        expires,
+        sens,
+        complete,
+        cls,
+        task,
+        worker,
+        agent,
+    ) = tuple(row)
     return ArtifactRecord(
         ref=Ref(str(digest)),
-        size=int(size),  # type: ignore[call-overload]  # sqlite values are untyped
+        size=int(size),
         media_type=str(media),
         kind=None if kind is None else str(kind),
         tool=None if tool is None else str(tool),
-        created=float(created),  # type: ignore[arg-type]
-        expires=float(expires),  # type: ignore[arg-type]
+        created=float(created),
+        expires=float(expires),
         sensitivity=Sensitivity(str(sens)),
         complete=bool(complete),
         classification=None if cls is None else str(cls),
@@ -279,11 +302,7 @@ class LocalStore:
         except OSError:
             return None
         info = os.fstat(fd)
-        if (
-            not stat.S_ISREG(info.st_mode)
-            or info.st_uid != os.geteuid()
-            or info.st_size != size
-        ):
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_size != size:
             os.close(fd)
             return None
         return fd
@@ -329,8 +348,7 @@ class LocalStore:
         """The cheap path: this owner already holds these bytes. One lookup, rarely a write."""
         with self._lock:
             row = self._db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM artifacts"
-                " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                _SELECT_ONE,
                 (*scope.owner, write.ref.digest),
             ).fetchone()
         if row is None:
@@ -400,7 +418,8 @@ class LocalStore:
                             (scope.tenant, digest, size, CHUNK_SIZE, chunks, now),
                         )
                         db.execute(
-                            "UPDATE stats SET objects = objects + 1, bytes = bytes + ? WHERE id = 1",
+                            "UPDATE stats SET objects = objects + 1, bytes = bytes + ?"
+                            " WHERE id = 1",
                             (size,),
                         )
                 expires = now + write.ttl
@@ -428,8 +447,7 @@ class LocalStore:
                     ),
                 )
                 row = db.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM artifacts"
-                    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                    _SELECT_ONE,
                     (*scope.owner, digest),
                 ).fetchone()
         finally:
@@ -445,10 +463,7 @@ class LocalStore:
             if self._closed:
                 raise UsageError("the store is closed")
             row = self._db.execute(
-                f"SELECT {', '.join('a.' + c.strip() for c in _RECORD_COLUMNS.split(','))},"
-                " b.chunks FROM artifacts a JOIN blobs b"
-                " ON a.tenant = b.tenant AND a.digest = b.digest"
-                " WHERE a.tenant = ? AND a.user = ? AND a.session = ? AND a.digest = ?",
+                _SELECT_READ,
                 (*scope.owner, ref.digest),
             ).fetchone()
             if row is None:
@@ -509,11 +524,10 @@ class LocalStore:
                 return stale
             return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
 
-    def list(self, scope: Scope) -> list[ArtifactRecord]:
+    def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
         with _translated(), self._lock:
             rows = self._db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM artifacts"
-                " WHERE tenant = ? AND user = ? AND session = ? ORDER BY created, digest",
+                _SELECT_ALL,
                 scope.owner,
             ).fetchall()
         return [_record(row) for row in rows]
@@ -566,7 +580,8 @@ class LocalStore:
             if dry_run:
                 return report
             db.executemany(
-                "DELETE FROM artifacts WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                "DELETE FROM artifacts"
+                " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                 [tuple(row) for row in expired],
             )
             db.executemany(
@@ -627,7 +642,7 @@ class LocalStore:
             if progress is not None:
                 progress(index, len(blobs))
         findings.extend(self._walk_objects(known))
-        for entry in sorted(os.scandir(self._staging), key=lambda e: e.name):
+        for _ in os.scandir(self._staging):
             findings.append(Finding("staging", None, "a staged file of an unfinished write"))
         return findings
 

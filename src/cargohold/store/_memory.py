@@ -160,7 +160,7 @@ class MemoryStore:
                 return ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
             return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
 
-    def list(self, scope: Scope) -> list[ArtifactRecord]:
+    def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
         with self._lock:
             found = [r for k, r in self._artifacts.items() if k[:3] == scope.owner]
         return sorted(found, key=lambda r: (r.created, r.ref.digest))
@@ -178,9 +178,7 @@ class MemoryStore:
         with self._lock:
             now = self._clock()
             expired = sorted(k for k, r in self._artifacts.items() if r.expires <= now)
-            remaining = {
-                (k[0], k[3]) for k, r in self._artifacts.items() if r.expires > now
-            }
+            remaining = {(k[0], k[3]) for k, r in self._artifacts.items() if r.expires > now}
             doomed = sorted({(k[0], k[3]) for k in expired} - remaining)
             freed = sum(len(self._blobs[b].data) for b in doomed if b in self._blobs)
             if not dry_run:

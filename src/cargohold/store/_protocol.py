@@ -80,7 +80,7 @@ class StoreBackend(Protocol):
         """
         ...
 
-    def list(self, scope: Scope) -> list[ArtifactRecord]:
+    def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
         """Every artifact recorded for the scope's owner, expired ones included, oldest first."""
         ...
 

@@ -1,0 +1,185 @@
+"""Configuration: one file, ``CARGOHOLD_*`` variables, explicit arguments; resolved once.
+
+Precedence, highest first: explicit arguments > environment > file > defaults.
+
+The file is ``cargohold.toml`` (top-level keys) or the ``[tool.cargohold]`` table of
+``pyproject.toml``, whichever is found first walking up from the working directory; or the file
+named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
+
+    store = "memory://" | "/a/path" | "file:///a/path" | "postgresql://..."   CARGOHOLD_STORE
+    tenant = "acme"                                                           CARGOHOLD_TENANT
+    user = "ana"                                                              CARGOHOLD_USER
+    session = "run-1"                                                         CARGOHOLD_SESSION
+    max_artifact_bytes = 16777216                                 CARGOHOLD_MAX_ARTIFACT_BYTES
+    session_bytes, session_objects, store_bytes, store_objects   CARGOHOLD_SESSION_BYTES ...
+    default_ttl = 86400    max_ttl = 604800   (seconds)          CARGOHOLD_DEFAULT_TTL ...
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cargohold._errors import CargoholdError, ConfigError
+from cargohold._records import Limits
+from cargohold._scope import Scope
+
+ENV_PREFIX = "CARGOHOLD_"
+DEFAULT_TENANT = "local"
+DEFAULT_SESSION = "default"
+
+
+_DEFAULTS = Limits()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    store: str | None = None
+    tenant: str | None = None
+    user: str | None = None
+    session: str | None = None
+    max_artifact_bytes: int = Field(default=_DEFAULTS.max_artifact_bytes, gt=0)
+    session_bytes: int = Field(default=_DEFAULTS.session_bytes, gt=0)
+    session_objects: int = Field(default=_DEFAULTS.session_objects, gt=0)
+    store_bytes: int = Field(default=_DEFAULTS.store_bytes, gt=0)
+    store_objects: int = Field(default=_DEFAULTS.store_objects, gt=0)
+    default_ttl: float = Field(default=_DEFAULTS.default_ttl, gt=0)
+    max_ttl: float = Field(default=_DEFAULTS.max_ttl, gt=0)
+
+
+_KEYS = tuple(_Model.model_fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The resolved configuration.
+
+    Attributes:
+        store: The store URL; ``None`` is the embedded default (local, XDG cache).
+        tenant: Tenant for surfaces that need a scope (the CLI); defaults to ``local``.
+        user: User for such surfaces; defaults to the OS user name.
+        session: Session for such surfaces; defaults to ``default``.
+        limits: Store limits.
+        source: Which file was read, if any (for ``--help``-style diagnostics only).
+    """
+
+    store: str | None
+    tenant: str
+    user: str
+    session: str
+    limits: Limits
+    source: Path | None = None
+
+    def scope(self, **attribution: str | None) -> Scope:
+        """The scope these settings name, with optional task/worker/agent attribution."""
+        return Scope(self.tenant, self.user, self.session, **attribution)
+
+
+def _find_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    for folder in (start, *start.parents):
+        candidate = folder / "cargohold.toml"
+        if candidate.is_file():
+            return candidate, _read_toml(candidate)
+        project = folder / "pyproject.toml"
+        if project.is_file():
+            table = _read_toml(project).get("tool", {}).get("cargohold")
+            if isinstance(table, dict):
+                return project, table
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read configuration file {path.name}") from exc
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key in _KEYS:
+        value = environ.get(ENV_PREFIX + key.upper())
+        if value is not None and value != "":
+            found[key] = value
+    return found
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers): still a usable, stable name
+        return f"uid-{os.getuid()}"
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Resolve settings once: explicit ``overrides`` > environment > file > defaults.
+
+    Args:
+        overrides: Explicit values (``None`` values are ignored).
+        environ: The environment to read (``os.environ`` when omitted).
+        cwd: Where to start looking for a configuration file.
+        config_file: A file to read instead of searching (also ``CARGOHOLD_CONFIG``).
+
+    Raises:
+        ConfigError: an unreadable file, an unknown key, or a value of the wrong type.
+    """
+    env = os.environ if environ is None else environ
+    source: Path | None = None
+    file_values: dict[str, Any] = {}
+    named = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if named:
+        source = Path(named)
+        data = _read_toml(source)
+        file_values = (
+            data.get("tool", {}).get("cargohold", data)
+            if source.name == ("pyproject.toml")
+            else data
+        )
+    else:
+        found = _find_file(Path(cwd) if cwd is not None else Path.cwd())
+        if found is not None:
+            source, file_values = found
+    merged: dict[str, Any] = {**file_values, **_from_env(env)}
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        model = _Model.model_validate(merged)
+        limits = Limits(
+            max_artifact_bytes=model.max_artifact_bytes,
+            session_bytes=model.session_bytes,
+            session_objects=model.session_objects,
+            store_bytes=model.store_bytes,
+            store_objects=model.store_objects,
+            default_ttl=model.default_ttl,
+            max_ttl=model.max_ttl,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
+            for err in exc.errors(include_input=False)
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None
+    except CargoholdError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+    return Settings(
+        store=model.store or None,
+        tenant=model.tenant or DEFAULT_TENANT,
+        user=model.user or _default_user(),
+        session=model.session or DEFAULT_SESSION,
+        limits=limits,
+        source=source,
+    )
