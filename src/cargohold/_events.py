@@ -1,0 +1,339 @@
+"""Decision events: exactly one per offload or rehydrate decision, and one per guard failure.
+
+An event is categorical and privacy-safe by construction: it holds codes, byte counts, a validated
+canonical reference (or none where the outcome must not carry one) and agent correlation. It never
+holds a body, a path, an owner identity or an exception's text: there is no field that could.
+
+Reporting is best-effort through an explicitly passed :class:`Reporter`; with none, nothing is
+reported and nothing is thrown. A reporter's :meth:`Reporter.child` shares its sinks and its
+sequence counter, so sequence numbers are monotonic across a run's whole agent tree.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cargohold._errors import UsageError
+from cargohold._ref import is_ref
+
+_log = logging.getLogger("cargohold.events")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+
+
+class Operation(enum.StrEnum):
+    """What kind of decision an event records."""
+
+    OFFLOAD = "offload"
+    REHYDRATE = "rehydrate"
+    GUARD = "guard"
+
+
+class ContentKind(enum.StrEnum):
+    """Whose content the decision was about."""
+
+    TOOL_RESULT = "tool_result"
+    RECOVERED_CONTEXT = "recovered_context"
+
+
+class OffloadOutcome(enum.StrEnum):
+    """The one outcome of an offload decision."""
+
+    INLINE = "inline"
+    OFFLOADED = "offloaded"
+    EXISTING_REFERENCE = "existing_reference"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    BYPASS = "bypass"
+
+
+class RehydrateOutcome(enum.StrEnum):
+    """The one outcome of a rehydrate decision (the store's read outcomes)."""
+
+    RESOLVED = "resolved"
+    MISSING = "missing"
+    UNAUTHORIZED = "unauthorized"
+    STALE = "stale"
+    EXPIRED = "expired"
+    OVER_BUDGET = "over_budget"
+
+
+class GuardOutcome(enum.StrEnum):
+    """The outcome of a guard failure."""
+
+    CONTEXT_LEAK = "llm.context_leak"
+    CONTEXT_WINDOW_EXCEEDED = "llm.context_window_exceeded"
+
+
+class Reason(enum.StrEnum):
+    """Why a decision came out as it did. Assigned where the decision is made, never parsed."""
+
+    # offload
+    BELOW_THRESHOLD = "below_threshold"
+    AT_OR_ABOVE_THRESHOLD = "at_or_above_threshold"
+    IDENTICAL_CONTENT = "identical_content"
+    ARTIFACT_TOO_LARGE = "artifact_too_large"
+    SESSION_OBJECTS = "session_objects"
+    SESSION_BYTES = "session_bytes"
+    STORE_OBJECTS = "store_objects"
+    STORE_BYTES = "store_bytes"
+    SENSITIVITY = "sensitivity"
+    STORE_UNAVAILABLE = "store_unavailable"
+    STORE_ERROR = "store_error"
+    RECOVERED_SEGMENT = "recovered_segment"
+    # rehydrate
+    VERIFIED = "verified"
+    NOT_FOUND = "not_found"
+    OWNER_MISMATCH = "owner_mismatch"
+    DIGEST_MISMATCH = "digest_mismatch"
+    TTL_ELAPSED = "ttl_elapsed"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    # guard
+    RAW_HEAVY_CONTENT = "raw_heavy_content"
+    WINDOW_MARGIN = "window_margin"
+
+
+_WITH_REF = frozenset(
+    {
+        OffloadOutcome.OFFLOADED,
+        OffloadOutcome.EXISTING_REFERENCE,
+        OffloadOutcome.BYPASS,
+    }
+)
+_WITHOUT_REF = frozenset({OffloadOutcome.INLINE, OffloadOutcome.REJECTED, OffloadOutcome.FAILED})
+
+Outcome = OffloadOutcome | RehydrateOutcome | GuardOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionEvent:
+    """One decision, as tests, operators and sinks see it.
+
+    Attributes:
+        operation: ``offload``, ``rehydrate`` or ``guard``.
+        outcome: The categorical outcome.
+        content_kind: ``tool_result`` or ``recovered_context``.
+        reason: A stable reason code.
+        observed_bytes: UTF-8 (or raw) bytes the decision looked at.
+        limit_bytes: The threshold or budget it compared them with.
+        ref: The canonical reference, or ``None`` where the outcome must not carry one.
+        tool: The producing tool's name, when known.
+        context_bytes: Bytes that entered the conversation as the decision's result (the stub,
+            the inline content, the recovered segment; 0 when nothing did).
+        estimated_tokens: Estimated tokens of the observed bytes (by content kind).
+        agent_id: The reporting agent.
+        parent_agent_id: Its parent, ``None`` at the root.
+        depth: 0 at the root agent, +1 per nesting.
+        sequence: Monotonic across the whole agent tree of one run.
+    """
+
+    operation: Operation
+    outcome: Outcome
+    content_kind: ContentKind
+    reason: Reason
+    observed_bytes: int
+    limit_bytes: int
+    ref: str | None
+    tool: str | None
+    agent_id: str
+    parent_agent_id: str | None
+    depth: int
+    sequence: int
+    context_bytes: int = 0
+    estimated_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.ref is not None and not is_ref(self.ref):
+            raise UsageError("an event reference must be canonical")
+        if isinstance(self.outcome, OffloadOutcome):
+            if self.outcome in _WITH_REF and self.ref is None:
+                raise UsageError(f"a {self.outcome.value} event must carry its reference")
+            if self.outcome in _WITHOUT_REF and self.ref is not None:
+                raise UsageError(f"a {self.outcome.value} event must not carry a reference")
+        if isinstance(self.outcome, RehydrateOutcome) and self.ref is None:
+            raise UsageError("a rehydrate event names the reference it was asked for")
+        if self.tool is not None and _ID.fullmatch(self.tool) is None:
+            raise UsageError("an event tool name must be a short identifier")
+        counts = (self.observed_bytes, self.limit_bytes, self.depth, self.context_bytes)
+        if min(counts) < 0 or self.estimated_tokens < 0:
+            raise UsageError("event byte counts and depth are non-negative")
+
+    def as_dict(self) -> dict[str, str | int | None]:
+        """The event as plain JSON-ready data."""
+        return {
+            "operation": self.operation.value,
+            "outcome": self.outcome.value,
+            "content_kind": self.content_kind.value,
+            "reason": self.reason.value,
+            "observed_bytes": self.observed_bytes,
+            "limit_bytes": self.limit_bytes,
+            "ref": self.ref,
+            "tool": self.tool,
+            "agent_id": self.agent_id,
+            "parent_agent_id": self.parent_agent_id,
+            "depth": self.depth,
+            "sequence": self.sequence,
+            "context_bytes": self.context_bytes,
+            "estimated_tokens": self.estimated_tokens,
+        }
+
+
+class Sink(Protocol):
+    """Where events go: JSON lines, logging, OpenTelemetry, a run summary, a test list."""
+
+    def emit(self, event: DecisionEvent) -> None:
+        """Take one event. May raise; the reporter contains it."""
+        ...
+
+
+def _check_id(name: str, value: str) -> str:
+    if not isinstance(value, str) or _ID.fullmatch(value) is None:
+        raise UsageError(f"{name} must be 1-128 characters of letters, digits and ._:/-")
+    return value
+
+
+@dataclass(slots=True)
+class _Counter:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next(self) -> int:
+        with self.lock:
+            return next(self.counter)
+
+
+class Reporter:
+    """Hands decision events to sinks, with agent correlation and a run-wide sequence.
+
+    Args:
+        sinks: Where events go. A sink that raises is logged (class name only) and skipped:
+            reporting never breaks the decision it reports.
+        agent_id: This agent's id (an attribution label, not an owner identity).
+
+    Example::
+
+        summary = RunSummary()
+        root = Reporter([JsonLinesSink(open("events.jsonl", "a")), summary], agent_id="planner")
+        worker = root.child("worker-1")   # parent_agent_id="planner", depth=1, shared sequence
+    """
+
+    __slots__ = ("_counter", "_sinks", "agent_id", "depth", "parent_agent_id")
+
+    def __init__(self, sinks: Iterable[Sink] = (), *, agent_id: str = "main") -> None:
+        self._sinks: tuple[Sink, ...] = tuple(sinks)
+        self._counter = _Counter()
+        self.agent_id = _check_id("agent_id", agent_id)
+        self.parent_agent_id: str | None = None
+        self.depth = 0
+
+    def __repr__(self) -> str:
+        return f"Reporter(agent_id={self.agent_id!r}, depth={self.depth})"
+
+    def child(self, agent_id: str) -> Reporter:
+        """A reporter for a sub-agent: same sinks, same sequence, one level deeper."""
+        kid = Reporter.__new__(Reporter)
+        kid._sinks = self._sinks
+        kid._counter = self._counter
+        kid.agent_id = _check_id("agent_id", agent_id)
+        kid.parent_agent_id = self.agent_id
+        kid.depth = self.depth + 1
+        return kid
+
+    def decide(
+        self,
+        operation: Operation,
+        outcome: Outcome,
+        content_kind: ContentKind,
+        reason: Reason,
+        *,
+        observed_bytes: int,
+        limit_bytes: int,
+        ref: str | None,
+        tool: str | None = None,
+        context_bytes: int = 0,
+        estimated_tokens: int = 0,
+    ) -> DecisionEvent:
+        """Build the decision's event, hand that very instance to every sink, and return it."""
+        event = DecisionEvent(
+            operation=operation,
+            outcome=outcome,
+            content_kind=content_kind,
+            reason=reason,
+            observed_bytes=observed_bytes,
+            limit_bytes=limit_bytes,
+            ref=ref,
+            tool=tool if tool is not None and _ID.fullmatch(tool) else None,
+            agent_id=self.agent_id,
+            parent_agent_id=self.parent_agent_id,
+            depth=self.depth,
+            sequence=self._counter.next(),
+            context_bytes=context_bytes,
+            estimated_tokens=estimated_tokens,
+        )
+        for sink in self._sinks:
+            try:
+                sink.emit(event)
+            except Exception as exc:  # best-effort: a broken sink never breaks a decision
+                _log.warning(
+                    "cargohold event sink %s failed (%s)", type(sink).__name__, type(exc).__name__
+                )
+        return event
+
+
+def record(
+    reporter: Reporter | None,
+    operation: Operation,
+    outcome: Outcome,
+    content_kind: ContentKind,
+    reason: Reason,
+    *,
+    observed_bytes: int,
+    limit_bytes: int,
+    ref: str | None,
+    tool: str | None = None,
+    context_bytes: int = 0,
+    estimated_tokens: int = 0,
+) -> DecisionEvent:
+    """The decision's event, reported when a reporter is configured.
+
+    With no reporter the event is still built (and attached to the result) but goes nowhere; its
+    sequence is 0 and its agent is ``main``.
+    """
+    if reporter is not None:
+        return reporter.decide(
+            operation,
+            outcome,
+            content_kind,
+            reason,
+            observed_bytes=observed_bytes,
+            limit_bytes=limit_bytes,
+            ref=ref,
+            tool=tool,
+            context_bytes=context_bytes,
+            estimated_tokens=estimated_tokens,
+        )
+    return DecisionEvent(
+        operation=operation,
+        outcome=outcome,
+        content_kind=content_kind,
+        reason=reason,
+        observed_bytes=observed_bytes,
+        limit_bytes=limit_bytes,
+        ref=ref,
+        tool=tool if tool is not None and _ID.fullmatch(tool) else None,
+        agent_id="main",
+        parent_agent_id=None,
+        depth=0,
+        sequence=0,
+        context_bytes=context_bytes,
+        estimated_tokens=estimated_tokens,
+    )
+
+
+EventCallback = Callable[[DecisionEvent], None]

@@ -1,0 +1,166 @@
+"""Event sinks: JSON lines, Python logging, OpenTelemetry (API only), a run summary, a list."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from cargohold._events import DecisionEvent, OffloadOutcome, Operation
+
+
+class ListSink:
+    """Keeps every event in :attr:`events`, in order. For tests and in-process inspection."""
+
+    def __init__(self) -> None:
+        self.events: list[DecisionEvent] = []
+
+    def __repr__(self) -> str:
+        return f"ListSink({len(self.events)} events)"
+
+    def emit(self, event: DecisionEvent) -> None:
+        self.events.append(event)
+
+
+class JsonLinesSink:
+    """Writes one JSON object per event to a text stream, flushed per event.
+
+    Args:
+        stream: An open text stream (a file opened for append, ``sys.stderr``...). The caller owns
+            it and closes it.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "JsonLinesSink()"
+
+    def emit(self, event: DecisionEvent) -> None:
+        line = json.dumps(event.as_dict(), separators=(",", ":"), sort_keys=True)
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+
+class LoggingSink:
+    """Logs each event on a :mod:`logging` logger, with the fields as ``extra`` data.
+
+    Args:
+        logger: The logger; ``cargohold.events`` when omitted.
+        level: The level of ordinary decisions; guard failures log at ``WARNING`` or above.
+    """
+
+    def __init__(self, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
+        self._logger = logger or logging.getLogger("cargohold.events")
+        self._level = level
+
+    def __repr__(self) -> str:
+        return "LoggingSink()"
+
+    def emit(self, event: DecisionEvent) -> None:
+        level = self._level
+        if event.operation is Operation.GUARD:
+            level = max(level, logging.WARNING)
+        self._logger.log(
+            level,
+            "cargohold %s %s (%s) %d/%d bytes seq=%d",
+            event.operation.value,
+            event.outcome.value,
+            event.reason.value,
+            event.observed_bytes,
+            event.limit_bytes,
+            event.sequence,
+            extra={"cargohold": event.as_dict()},
+        )
+
+
+class OpenTelemetrySink:
+    """Adds each event to the current OpenTelemetry span (``cargohold.decision``).
+
+    Uses only ``opentelemetry-api`` (the ``cargohold[otel]`` extra); the application configures
+    the SDK and exporters. With no active span the API's no-op span drops the event.
+    """
+
+    def __init__(self) -> None:
+        try:
+            from opentelemetry.trace import get_current_span
+        except ImportError as exc:
+            from cargohold._errors import ConfigError
+
+            raise ConfigError(
+                "the OpenTelemetry sink needs the otel extra: pip install 'cargohold[otel]'"
+            ) from exc
+        self._current_span = get_current_span
+
+    def __repr__(self) -> str:
+        return "OpenTelemetrySink()"
+
+    def emit(self, event: DecisionEvent) -> None:
+        attributes = {
+            f"cargohold.{key}": value for key, value in event.as_dict().items() if value is not None
+        }
+        self._current_span().add_event("cargohold.decision", attributes=attributes)
+
+
+_KEPT_OUT = frozenset({OffloadOutcome.OFFLOADED, OffloadOutcome.EXISTING_REFERENCE})
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """Aggregates a run's decisions: counts by outcome, bytes and tokens kept out of context.
+
+    Use it as a sink; read it at the end of the run (:meth:`as_dict`, :meth:`lines`).
+    """
+
+    decisions: Counter[str] = field(default_factory=Counter)
+    body_bytes_offloaded: int = 0
+    context_bytes_instead: int = 0
+    tokens_offloaded: int = 0
+    recovered_bytes: int = 0
+    guard_failures: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def emit(self, event: DecisionEvent) -> None:
+        with self._lock:
+            self.decisions[f"{event.operation.value}:{event.outcome.value}"] += 1
+            if event.outcome in _KEPT_OUT:
+                self.body_bytes_offloaded += event.observed_bytes
+                self.context_bytes_instead += event.context_bytes
+                self.tokens_offloaded += event.estimated_tokens
+            elif event.operation is Operation.REHYDRATE:
+                self.recovered_bytes += event.context_bytes
+            elif event.operation is Operation.GUARD:
+                self.guard_failures += 1
+
+    @property
+    def bytes_kept_out(self) -> int:
+        """Body bytes that stayed out of the context, net of the stubs that replaced them."""
+        return max(0, self.body_bytes_offloaded - self.context_bytes_instead)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as JSON-ready data."""
+        return {
+            "decisions": dict(sorted(self.decisions.items())),
+            "body_bytes_offloaded": self.body_bytes_offloaded,
+            "context_bytes_instead": self.context_bytes_instead,
+            "bytes_kept_out": self.bytes_kept_out,
+            "estimated_tokens_kept_out": self.tokens_offloaded,
+            "recovered_bytes": self.recovered_bytes,
+            "guard_failures": self.guard_failures,
+        }
+
+    def lines(self) -> list[str]:
+        """A short human-readable summary."""
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.decisions.items())) or "none"
+        return [
+            f"decisions: {counts}",
+            f"kept out of context: {self.bytes_kept_out:,} bytes "
+            f"(about {self.tokens_offloaded:,} tokens) behind {self.context_bytes_instead:,} "
+            "bytes of stubs",
+            f"recovered on request: {self.recovered_bytes:,} bytes",
+        ]
