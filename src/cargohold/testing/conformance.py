@@ -1,0 +1,1054 @@
+"""The store contract as plain pytest functions, one behaviour per test.
+
+Star-import this module into a test module that defines a ``store_harness`` fixture (see
+:mod:`cargohold.testing`). Every test drives the backend through :class:`~cargohold.ScopedStore`
+and the backend's own verbs, reads "now" from a :class:`~cargohold.testing.FakeClock` and never
+sleeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from cargohold._errors import (
+    InvalidReferenceError,
+    LimitExceededError,
+    ReadError,
+    RejectedError,
+    SensitivityRefusedError,
+    UsageError,
+)
+from cargohold._facade import ScopedStore
+from cargohold._records import (
+    CHUNK_SIZE,
+    DAY,
+    ArtifactRecord,
+    Limits,
+    ReadOutcome,
+    ReadResult,
+    Sensitivity,
+    Usage,
+)
+from cargohold._ref import Ref
+from cargohold._scope import Scope
+from cargohold.store import StoreBackend
+from cargohold.testing._harness import FakeClock, StoreHarness
+
+CHUNK = CHUNK_SIZE
+"""The fixed chunk of the per-chunk digests; range and tamper tests straddle its boundaries."""
+
+ALICE = Scope("tenant-acme", "user-ana", "session-1")
+ALICE_LATER = Scope("tenant-acme", "user-ana", "session-2")
+BOB = Scope("tenant-acme", "user-bob", "session-1")
+MALLORY = Scope("tenant-other", "user-ana", "session-1")
+"""Another tenant, with the same user and session names as ALICE."""
+
+
+def body(size: int, seed: int = 0) -> bytes:
+    """Deterministic incompressible bytes: a different ``seed`` gives different bytes."""
+    return random.Random(f"{seed}:{size}").randbytes(size)
+
+
+class StoreCase:
+    """One test's access to the backend under test: a fake clock and every store it opened.
+
+    Attributes:
+        harness: The backend's harness.
+        clock: The clock every store opened here reads.
+    """
+
+    def __init__(self, harness: StoreHarness, clock: FakeClock) -> None:
+        self.harness = harness
+        self.clock = clock
+        self._opened: list[StoreBackend] = []
+
+    def __repr__(self) -> str:
+        return f"StoreCase({self.harness.name!r})"
+
+    def open(self, limits: Limits | None = None) -> StoreBackend:
+        """A fresh, empty store (closed when the test ends)."""
+        store = self.harness.open(limits=limits or Limits(), clock=self.clock)
+        self._opened.append(store)
+        return store
+
+    def reopen(self, store: StoreBackend) -> StoreBackend | None:
+        """A new handle on ``store``'s data, or ``None`` when the data lives in the handle."""
+        again = self.harness.reopen(store)
+        if again is not None:
+            self._opened.append(again)
+        return again
+
+    def corrupt(self, store: StoreBackend, scope: Scope, ref: Ref, offset: int) -> None:
+        """Flip one stored byte of ``ref`` in ``scope``'s tenant."""
+        self.harness.corrupt(store, scope.tenant, ref, offset)
+
+    def close(self) -> None:
+        """Close every store opened here."""
+        while self._opened:
+            self._opened.pop().close()
+
+
+@pytest.fixture
+def store_case(store_harness: StoreHarness) -> Iterator[StoreCase]:
+    """The backend under test, named by the ``store_harness`` fixture the importer defines."""
+    case = StoreCase(store_harness, FakeClock())
+    yield case
+    case.close()
+
+
+@pytest.fixture
+def store(store_case: StoreCase) -> StoreBackend:
+    """A fresh store with the default limits."""
+    return store_case.open()
+
+
+def _snapshot(store: StoreBackend, *scopes: Scope) -> object:
+    """Everything a refused write must leave as it was."""
+    return (
+        store.store_usage(),
+        [store.usage(scope) for scope in scopes],
+        [store.artifacts(scope) for scope in scopes],
+    )
+
+
+def _assert_no_content(result: ReadResult) -> None:
+    assert result.outcome is not ReadOutcome.RESOLVED
+    assert result.data is None
+    assert not result.ok
+    with pytest.raises(ReadError) as raised:
+        result.raise_for_outcome()
+    assert raised.value.outcome == result.outcome.value
+
+
+# -- round trip and addressing ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 17])
+def test_put_then_read_returns_the_exact_bytes(store: StoreBackend, size: int) -> None:
+    data = body(size)
+    scoped = ScopedStore(store, ALICE)
+    put = scoped.put(data)
+
+    result = scoped.read(put.ref)
+
+    assert result.outcome is ReadOutcome.RESOLVED
+    assert result.data == data
+    assert result.start == 0
+    assert result.raise_for_outcome() == data
+
+
+def test_the_ref_is_the_sha256_of_the_stored_bytes(store: StoreBackend) -> None:
+    data = body(5000, seed=1)
+    put = ScopedStore(store, ALICE).put(data)
+
+    digest = hashlib.sha256(data).hexdigest()
+    assert put.ref == Ref(digest)
+    assert str(put.ref) == "artifact://sha256/" + digest
+    assert put.record.ref == put.ref
+    assert put.record.size == len(data)
+
+
+def test_a_read_accepts_the_canonical_string_form_of_a_ref(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    put = scoped.put(b"by string")
+
+    assert scoped.read(str(put.ref)).data == b"by string"
+    with pytest.raises(InvalidReferenceError):
+        scoped.read(str(put.ref).upper())
+
+
+def test_bytearray_and_memoryview_store_the_same_bytes_as_bytes(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    data = body(300, seed=2)
+
+    # ScopedStore.put is annotated `bytes` though every backend takes any bytes-like buffer.
+    refs = {scoped.put(data).ref, scoped.put(bytearray(data)).ref}  # type: ignore[arg-type]
+    refs.add(scoped.put(memoryview(data)).ref)  # type: ignore[arg-type]
+
+    assert refs == {Ref.of(data)}
+    assert store.store_usage() == Usage(1, len(data))
+
+
+def test_text_is_refused_until_the_caller_encodes_it(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+
+    with pytest.raises(UsageError):
+        scoped.put("not bytes")  # type: ignore[arg-type]  # the error under test
+
+    assert store.store_usage() == Usage(0, 0)
+
+
+def test_identical_bytes_in_one_scope_give_one_ref_and_are_written_once(
+    store: StoreBackend,
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    data = body(2 * CHUNK, seed=3)
+
+    first = scoped.put(data)
+    second = scoped.put(data)
+
+    assert (first.existing, first.blob_written) == (False, True)
+    assert (second.existing, second.blob_written) == (True, False)
+    assert second.ref == first.ref
+    assert store.store_usage() == Usage(1, len(data))
+    assert store.usage(ALICE) == Usage(1, len(data))
+    assert [record.ref for record in store.artifacts(ALICE)] == [first.ref]
+
+
+def test_the_same_bytes_in_another_session_of_the_tenant_reuse_the_blob(
+    store: StoreBackend,
+) -> None:
+    data = body(1000, seed=4)
+    first = ScopedStore(store, ALICE).put(data)
+
+    later = ScopedStore(store, ALICE_LATER)
+    second = later.put(data)
+
+    assert second.ref == first.ref
+    assert (second.existing, second.blob_written) == (False, False)
+    assert later.read(second.ref).data == data
+    assert store.store_usage() == Usage(1, len(data))
+    assert store.usage(ALICE_LATER) == Usage(1, len(data))
+
+
+def test_another_tenant_stores_its_own_copy_of_the_same_bytes(store: StoreBackend) -> None:
+    data = body(1000, seed=5)
+    ScopedStore(store, ALICE).put(data)
+    other = ScopedStore(store, MALLORY)
+
+    assert other.read(Ref.of(data)).outcome is ReadOutcome.MISSING
+    put = other.put(data)
+
+    assert (put.existing, put.blob_written) == (False, True)
+    assert other.read(put.ref).data == data
+    assert store.store_usage() == Usage(2, 2 * len(data))
+
+
+# -- who may read ---------------------------------------------------------------------------
+
+
+def test_another_tenants_artifact_reads_exactly_like_one_never_stored(
+    store: StoreBackend,
+) -> None:
+    data = body(100, seed=6)
+    ref = ScopedStore(store, ALICE).put(data).ref
+    never = Ref.of(b"never stored anywhere")
+    other = ScopedStore(store, MALLORY)
+
+    for result in (other.read(ref), other.stat(ref)):
+        assert result.outcome is ReadOutcome.MISSING
+        assert (result.data, result.record, result.start) == (None, None, 0)
+    for verb in (other.read, other.stat):
+        denied, absent = verb(ref), verb(never)
+        assert (denied.outcome, denied.data, denied.record, denied.start) == (
+            absent.outcome,
+            absent.data,
+            absent.record,
+            absent.start,
+        )
+
+
+@pytest.mark.parametrize("reader", [ALICE_LATER, BOB], ids=["other-session", "other-user"])
+def test_another_owner_in_the_same_tenant_reads_as_unauthorized(
+    store: StoreBackend, reader: Scope
+) -> None:
+    ref = ScopedStore(store, ALICE).put(body(100, seed=7)).ref
+    scoped = ScopedStore(store, reader)
+
+    for result in (scoped.read(ref), scoped.stat(ref)):
+        assert result.outcome is ReadOutcome.UNAUTHORIZED
+        assert result.record is None
+        _assert_no_content(result)
+
+
+def test_an_unknown_ref_reads_as_missing(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    scoped.put(b"something else")
+    ref = Ref.of(b"never stored")
+
+    for result in (scoped.read(ref), scoped.stat(ref)):
+        assert result.outcome is ReadOutcome.MISSING
+        assert result.ref == ref
+        assert result.record is None
+        _assert_no_content(result)
+
+
+def test_no_outcome_but_resolved_carries_content(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    data = body(2 * CHUNK, seed=8)
+    ref = scoped.put(data, ttl=100).ref
+    tampered = scoped.put(body(10, seed=9)).ref
+    store_case.corrupt(store, ALICE, tampered, 3)
+
+    results = [
+        scoped.read(Ref.of(b"absent")),
+        ScopedStore(store, BOB).read(ref),
+        scoped.read(ref, max_bytes=len(data) - 1),
+        scoped.read(tampered),
+    ]
+    store_case.clock.advance(100)
+    results.append(scoped.read(ref))
+
+    outcomes = [result.outcome for result in results]
+    assert outcomes == [
+        ReadOutcome.MISSING,
+        ReadOutcome.UNAUTHORIZED,
+        ReadOutcome.OVER_BUDGET,
+        ReadOutcome.STALE,
+        ReadOutcome.EXPIRED,
+    ]
+    for result in results:
+        _assert_no_content(result)
+
+
+# -- ranges and budgets ---------------------------------------------------------------------
+
+RANGE_BODY_SIZE = 3 * CHUNK + 123
+RANGES = [
+    (0, 1),
+    (10, 100),
+    (CHUNK - 1, CHUNK + 1),
+    (CHUNK, 2 * CHUNK),
+    (CHUNK - 5, 2 * CHUNK + 5),
+    (3 * CHUNK, RANGE_BODY_SIZE),
+    (2 * CHUNK + 5, None),
+    (0, None),
+    (5, 5),
+    (0, 0),
+    (RANGE_BODY_SIZE - 3, RANGE_BODY_SIZE + 1000),
+    (RANGE_BODY_SIZE, None),
+    (RANGE_BODY_SIZE + 10, RANGE_BODY_SIZE + 20),
+]
+
+
+@pytest.mark.parametrize(("start", "end"), RANGES, ids=[f"{s}:{e}" for s, e in RANGES])
+def test_a_range_read_returns_exactly_those_bytes_clipped_to_the_body(
+    store: StoreBackend, start: int, end: int | None
+) -> None:
+    data = body(RANGE_BODY_SIZE, seed=10)
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(data).ref
+
+    result = scoped.read(ref, start=start, end=end)
+
+    assert result.outcome is ReadOutcome.RESOLVED
+    assert result.data == data[start:end]
+    assert result.start == min(start, RANGE_BODY_SIZE)
+    assert result.record is not None
+    assert result.record.size == RANGE_BODY_SIZE
+
+
+@pytest.mark.parametrize(("start", "end"), [(-1, None), (10, 9), (-5, -1)])
+def test_a_malformed_range_is_a_usage_error(
+    store: StoreBackend, start: int, end: int | None
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(body(100)).ref
+
+    with pytest.raises(UsageError):
+        scoped.read(ref, start=start, end=end)
+
+
+def test_a_read_over_its_budget_returns_no_bytes(store: StoreBackend) -> None:
+    data = body(2 * CHUNK, seed=11)
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(data).ref
+
+    whole = scoped.read(ref, max_bytes=len(data) - 1)
+    part = scoped.read(ref, start=100, end=200, max_bytes=99)
+
+    for result in (whole, part):
+        assert result.outcome is ReadOutcome.OVER_BUDGET
+        assert result.record is not None
+        assert result.record.size == len(data)
+        _assert_no_content(result)
+    assert part.start == 100
+
+
+def test_a_read_exactly_at_its_budget_resolves(store: StoreBackend) -> None:
+    data = body(2 * CHUNK, seed=12)
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(data).ref
+
+    assert scoped.read(ref, max_bytes=len(data)).data == data
+    assert scoped.read(ref, start=100, end=200, max_bytes=100).data == data[100:200]
+    assert scoped.read(ref, start=len(data) - 10, end=None, max_bytes=10).data == data[-10:]
+    assert scoped.read(ref, start=7, end=7, max_bytes=0).data == b""
+
+
+# -- tamper ---------------------------------------------------------------------------------
+
+TAMPERED_AT = CHUNK + 10
+"""The flipped byte of the tamper tests: inside the second chunk."""
+
+
+def _tampered(store_case: StoreCase) -> tuple[ScopedStore, Ref, bytes]:
+    store = store_case.open()
+    data = body(3 * CHUNK, seed=13)
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(data).ref
+    store_case.corrupt(store, ALICE, ref, TAMPERED_AT)
+    return scoped, ref, data
+
+
+def test_a_flipped_byte_makes_a_whole_read_stale(store_case: StoreCase) -> None:
+    scoped, ref, _ = _tampered(store_case)
+
+    result = scoped.read(ref)
+
+    assert result.outcome is ReadOutcome.STALE
+    assert result.record is not None
+    assert result.record.ref == ref
+    _assert_no_content(result)
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [(CHUNK + 5, CHUNK + 20), (CHUNK - 5, CHUNK + 1), (TAMPERED_AT, TAMPERED_AT + 1), (0, None)],
+)
+def test_a_range_touching_the_flipped_chunk_is_stale(
+    store_case: StoreCase, start: int, end: int | None
+) -> None:
+    scoped, ref, _ = _tampered(store_case)
+
+    result = scoped.read(ref, start=start, end=end)
+
+    assert result.outcome is ReadOutcome.STALE
+    _assert_no_content(result)
+
+
+@pytest.mark.parametrize(
+    ("start", "end"), [(0, 100), (0, CHUNK), (2 * CHUNK, 2 * CHUNK + 100), (2 * CHUNK, None)]
+)
+def test_a_range_in_an_untouched_chunk_still_resolves(
+    store_case: StoreCase, start: int, end: int | None
+) -> None:
+    scoped, ref, data = _tampered(store_case)
+
+    result = scoped.read(ref, start=start, end=end)
+
+    assert result.outcome is ReadOutcome.RESOLVED
+    assert result.data == data[start:end]
+
+
+def test_stat_answers_from_the_record_without_reading_the_bytes(store_case: StoreCase) -> None:
+    scoped, ref, data = _tampered(store_case)
+
+    result = scoped.stat(ref)
+
+    assert result.outcome is ReadOutcome.RESOLVED
+    assert result.data is None
+    assert result.record is not None
+    assert result.record.size == len(data)
+
+
+# -- time to live and gc --------------------------------------------------------------------
+
+
+def test_an_artifact_expires_when_its_ttl_has_passed(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    put = scoped.put(b"short-lived", ttl=100)
+
+    store_case.clock.advance(99.5)
+    assert scoped.read(put.ref).data == b"short-lived"
+
+    store_case.clock.advance(0.5)
+    for result in (scoped.read(put.ref), scoped.stat(put.ref)):
+        assert result.outcome is ReadOutcome.EXPIRED
+        assert result.record == put.record
+        _assert_no_content(result)
+
+
+def test_an_artifact_lives_for_the_default_ttl_when_the_writer_names_none(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open(Limits(default_ttl=50.0, max_ttl=DAY))
+    put = ScopedStore(store, ALICE).put(b"default ttl")
+
+    assert put.record.expires == put.record.created + 50.0
+    store_case.clock.advance(50)
+    assert ScopedStore(store, ALICE).read(put.ref).outcome is ReadOutcome.EXPIRED
+
+
+def test_gc_removes_only_expired_artifacts(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    old, young = body(700, seed=14), body(300, seed=15)
+    old_ref = scoped.put(old, ttl=100).ref
+    young_ref = scoped.put(young, ttl=1000).ref
+    store_case.clock.advance(500)
+
+    report = store.gc()
+
+    assert (report.artifacts, report.blobs, report.bytes, report.dry_run) == (1, 1, 700, False)
+    assert scoped.read(old_ref).outcome is ReadOutcome.MISSING
+    assert scoped.read(young_ref).data == young
+    assert [record.ref for record in scoped.artifacts()] == [young_ref]
+    assert store.store_usage() == Usage(1, 300)
+    assert store.verify() == []
+
+
+def test_gc_with_nothing_expired_removes_nothing(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(b"kept", ttl=100).ref
+    store_case.clock.advance(99)
+
+    report = store.gc()
+
+    assert (report.artifacts, report.blobs, report.bytes) == (0, 0, 0)
+    assert scoped.read(ref).data == b"kept"
+
+
+def test_gc_keeps_bytes_another_live_artifact_still_names(store_case: StoreCase) -> None:
+    store = store_case.open()
+    data = body(400, seed=16)
+    ScopedStore(store, ALICE).put(data, ttl=100)
+    later = ScopedStore(store, ALICE_LATER)
+    ref = later.put(data, ttl=1000).ref
+    store_case.clock.advance(500)
+
+    report = store.gc()
+
+    assert (report.artifacts, report.blobs, report.bytes) == (1, 0, 0)
+    assert ScopedStore(store, ALICE).artifacts() == []
+    assert ScopedStore(store, ALICE).read(ref).outcome is ReadOutcome.UNAUTHORIZED
+    assert later.read(ref).data == data
+    assert store.store_usage() == Usage(1, len(data))
+    assert store.verify() == []
+
+
+def test_gc_dry_run_reports_without_changing_anything(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(body(600, seed=17), ttl=100).ref
+    scoped.put(body(200, seed=18), ttl=1000)
+    store_case.clock.advance(500)
+    before = _snapshot(store, ALICE)
+
+    dry = store.gc(dry_run=True)
+
+    assert (dry.artifacts, dry.blobs, dry.bytes, dry.dry_run) == (1, 1, 600, True)
+    assert _snapshot(store, ALICE) == before
+    assert scoped.read(ref).outcome is ReadOutcome.EXPIRED
+    real = store.gc()
+    assert (real.artifacts, real.blobs, real.bytes, real.dry_run) == (1, 1, 600, False)
+
+
+def test_bytes_put_again_after_gc_are_written_again(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    data = body(CHUNK + 1, seed=19)
+    scoped.put(data, ttl=10)
+    store_case.clock.advance(20)
+    store.gc()
+
+    again = scoped.put(data)
+
+    assert (again.existing, again.blob_written) == (False, True)
+    assert scoped.read(again.ref).data == data
+    assert store.verify() == []
+
+
+def test_a_put_over_an_expired_artifact_starts_a_fresh_record(store_case: StoreCase) -> None:
+    """Whether gc ran in between must not change what the writer gets back."""
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    data = body(100, seed=20)
+    scoped.put(data, ttl=10, media_type="text/plain", tool="first")
+    now = store_case.clock.advance(20)
+
+    again = scoped.put(data, ttl=100, media_type="text/csv", tool="second")
+
+    assert (again.existing, again.blob_written) == (False, False)
+    assert (again.record.created, again.record.expires) == (now, now + 100)
+    assert (again.record.media_type, again.record.tool) == ("text/csv", "second")
+    assert scoped.stat(again.ref).record == again.record
+    assert scoped.read(again.ref).data == data
+
+
+def test_a_repeated_put_keeps_the_artifact_alive_for_at_least_half_its_ttl(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    data = body(100, seed=21)
+    first = scoped.put(data, ttl=1000)
+
+    for step in (100, 300, 200, 450, 499, 499, 499):  # each step within the promised half
+        now = store_case.clock.advance(step)
+        again = scoped.put(data, ttl=1000)
+        assert again.existing
+        assert again.record.expires >= now + 500
+        assert scoped.stat(again.ref).record == again.record
+    store_case.clock.advance(499)
+
+    assert store_case.clock() > first.record.expires + 1000
+    assert scoped.read(first.ref).data == data
+
+
+def test_a_repeated_put_never_shortens_an_artifacts_life(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    first = scoped.put(b"long-lived", ttl=1000)
+
+    again = scoped.put(b"long-lived", ttl=10)
+
+    assert again.record.expires == first.record.expires
+    store_case.clock.advance(999)
+    assert scoped.read(first.ref).data == b"long-lived"
+
+
+def test_a_repeated_put_with_a_longer_ttl_extends_the_artifact(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    first = scoped.put(b"extended", ttl=10)
+
+    again = scoped.put(b"extended", ttl=1000)
+
+    assert again.record.expires >= first.record.created + 500
+    store_case.clock.advance(400)
+    assert scoped.read(first.ref).data == b"extended"
+
+
+# -- limits ---------------------------------------------------------------------------------
+
+
+def _refused(
+    store: StoreBackend, scope: Scope, data: bytes, reason: str, *kept: tuple[Scope, Ref, bytes]
+) -> None:
+    """Assert a put of ``data`` is refused for ``reason`` and changes nothing already stored."""
+    scopes = (scope, *(owner for owner, _, _ in kept))
+    before = _snapshot(store, *scopes)
+
+    with pytest.raises(LimitExceededError) as raised:
+        ScopedStore(store, scope).put(data)
+
+    assert raised.value.reason == reason
+    assert _snapshot(store, *scopes) == before
+    assert ScopedStore(store, scope).read(Ref.of(data)).outcome in (
+        ReadOutcome.MISSING,
+        ReadOutcome.UNAUTHORIZED,
+    )
+    for owner, ref, stored in kept:
+        assert ScopedStore(store, owner).read(ref).data == stored
+
+
+def test_an_artifact_over_the_size_limit_is_refused(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(max_artifact_bytes=1000))
+    fits = body(1000, seed=22)
+    ref = ScopedStore(store, ALICE).put(fits).ref
+
+    _refused(store, ALICE, body(1001, seed=23), "artifact_too_large", (ALICE, ref, fits))
+
+
+def test_an_artifact_over_the_session_object_quota_is_refused(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(session_objects=2))
+    scoped = ScopedStore(store, ALICE)
+    kept = [(ALICE, scoped.put(data).ref, data) for data in (b"one", b"two")]
+
+    _refused(store, ALICE, b"three", "session_objects", *kept)
+    assert scoped.put(b"two").existing  # holding it again is no new object
+    assert ScopedStore(store, ALICE_LATER).put(b"three").blob_written
+
+
+def test_an_artifact_over_the_session_byte_quota_is_refused(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(session_bytes=100))
+    scoped = ScopedStore(store, ALICE)
+    first = body(60, seed=24)
+    ref = scoped.put(first).ref
+
+    _refused(store, ALICE, body(41, seed=25), "session_bytes", (ALICE, ref, first))
+    assert scoped.put(body(40, seed=26)).ref in {r.ref for r in scoped.artifacts()}
+    assert store.usage(ALICE) == Usage(2, 100)
+
+
+def test_an_artifact_over_the_store_object_quota_is_refused(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(store_objects=2))
+    kept = [
+        (ALICE, ScopedStore(store, ALICE).put(b"alpha").ref, b"alpha"),
+        (MALLORY, ScopedStore(store, MALLORY).put(b"beta").ref, b"beta"),
+    ]
+
+    _refused(store, BOB, b"gamma", "store_objects", *kept)
+    # the same bytes again in a tenant that holds them need no new blob
+    assert not ScopedStore(store, ALICE_LATER).put(b"alpha").blob_written
+    # deduplication is per tenant: the same bytes in another tenant are a new blob
+    _refused(store, MALLORY, b"alpha", "store_objects", *kept)
+
+
+def test_an_artifact_over_the_store_byte_quota_is_refused(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(store_bytes=1000))
+    first = body(700, seed=27)
+    ref = ScopedStore(store, ALICE).put(first).ref
+
+    _refused(store, MALLORY, body(301, seed=28), "store_bytes", (ALICE, ref, first))
+    ScopedStore(store, MALLORY).put(body(300, seed=29))
+    assert store.store_usage() == Usage(2, 1000)
+
+
+def test_expired_artifacts_do_not_count_toward_the_session_quota(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(session_objects=1))
+    scoped = ScopedStore(store, ALICE)
+    scoped.put(b"first", ttl=10)
+    store_case.clock.advance(10)
+
+    put = scoped.put(b"second")
+
+    assert scoped.read(put.ref).data == b"second"
+    assert store.usage(ALICE) == Usage(1, len(b"second"))
+
+
+def test_expired_artifacts_count_toward_the_store_quota_until_gc(store_case: StoreCase) -> None:
+    store = store_case.open(Limits(store_objects=1))
+    ScopedStore(store, ALICE).put(b"first", ttl=10)
+    store_case.clock.advance(10)
+
+    with pytest.raises(LimitExceededError) as raised:
+        ScopedStore(store, BOB).put(b"second")
+    assert raised.value.reason == "store_objects"
+
+    store.gc()
+    assert ScopedStore(store, BOB).put(b"second").blob_written
+
+
+# -- refused writes -------------------------------------------------------------------------
+
+REFUSED = [s for s in Sensitivity if not s.storable]
+
+
+@pytest.mark.parametrize(
+    "sensitivity", [*REFUSED, *(s.value for s in REFUSED)], ids=lambda s: f"{type(s).__name__}-{s}"
+)
+def test_secret_credential_and_raw_auth_content_is_never_stored(
+    store: StoreBackend, sensitivity: Sensitivity | str
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    data = b"Authorization: Bearer not-a-real-token"
+
+    with pytest.raises(SensitivityRefusedError) as raised:
+        scoped.put(data, sensitivity=sensitivity)
+
+    assert raised.value.reason == "sensitivity"
+    assert isinstance(raised.value, RejectedError)
+    assert scoped.read(Ref.of(data)).outcome is ReadOutcome.MISSING
+    assert _snapshot(store, ALICE) == (Usage(0, 0), [Usage(0, 0)], [[]])
+
+
+@pytest.mark.parametrize("sensitivity", [s for s in Sensitivity if s.storable])
+def test_public_internal_and_restricted_content_is_stored_and_labelled(
+    store: StoreBackend, sensitivity: Sensitivity
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+
+    put = scoped.put(b"labelled", sensitivity=sensitivity.value)
+
+    assert put.record.sensitivity is sensitivity
+    assert scoped.stat(put.ref).record == put.record
+
+
+def test_an_unknown_sensitivity_is_a_usage_error(store: StoreBackend) -> None:
+    with pytest.raises(UsageError) as raised:
+        ScopedStore(store, ALICE).put(b"x", sensitivity="top-secret")
+
+    assert not isinstance(raised.value, RejectedError)
+    assert store.store_usage() == Usage(0, 0)
+
+
+@pytest.mark.parametrize("ttl", [7 * DAY + 1, math.inf, 0, -1, math.nan])
+def test_a_ttl_out_of_range_is_a_usage_error_and_stores_nothing(
+    store: StoreBackend, ttl: float
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+
+    with pytest.raises(UsageError):
+        scoped.put(b"x", ttl=ttl)
+
+    assert _snapshot(store, ALICE) == (Usage(0, 0), [Usage(0, 0)], [[]])
+
+
+def test_a_ttl_of_exactly_the_maximum_is_accepted(store_case: StoreCase) -> None:
+    store = store_case.open()
+    put = ScopedStore(store, ALICE).put(b"x", ttl=store.limits.max_ttl)
+
+    assert put.record.expires == put.record.created + 7 * DAY
+
+
+def test_a_malformed_media_type_is_a_usage_error(store: StoreBackend) -> None:
+    with pytest.raises(UsageError):
+        ScopedStore(store, ALICE).put(b"x", media_type="not a media type")
+
+    assert store.store_usage() == Usage(0, 0)
+
+
+# -- verify ---------------------------------------------------------------------------------
+
+
+def test_verify_of_a_sound_store_finds_nothing(store: StoreBackend) -> None:
+    for index, scope in enumerate((ALICE, ALICE_LATER, BOB, MALLORY)):
+        scoped = ScopedStore(store, scope)
+        scoped.put(b"")
+        scoped.put(body(index * CHUNK + 5, seed=index))
+        scoped.put(b"shared")
+
+    assert store.verify() == []
+
+
+def test_verify_reports_a_flipped_byte_and_deletes_nothing(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    sound = scoped.put(body(100, seed=30))
+    tampered = scoped.put(body(2 * CHUNK, seed=31))
+    store_case.corrupt(store, ALICE, tampered.ref, 2 * CHUNK - 1)
+    before = _snapshot(store, ALICE)
+
+    findings = store.verify()
+
+    assert [(f.kind, f.digest) for f in findings] == [("corrupt", tampered.ref.digest)]
+    assert store.verify() == findings
+    assert _snapshot(store, ALICE) == before
+    assert scoped.read(tampered.ref).outcome is ReadOutcome.STALE
+    assert scoped.read(sound.ref).outcome is ReadOutcome.RESOLVED
+
+
+def test_gc_keeps_a_corrupt_artifact_that_has_not_expired(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(body(100, seed=32), ttl=100).ref
+    store_case.corrupt(store, ALICE, ref, 0)
+    store_case.clock.advance(50)
+
+    report = store.gc()
+
+    assert (report.artifacts, report.blobs) == (0, 0)
+    assert [(f.kind, f.digest) for f in store.verify()] == [("corrupt", ref.digest)]
+
+
+# -- keys compare as tuples -----------------------------------------------------------------
+
+LOOKALIKES = [
+    (("a", "bc", "s"), ("ab", "c", "s")),
+    (("t", "a", "bc"), ("t", "ab", "c")),
+    (("t", "ua", "b"), ("t", "u", "ab")),
+    (("a:b", "c", "d"), ("a", "b:c", "d")),
+    (("a/b", "c", "d"), ("a", "b/c", "d")),
+    (("t", "u|s", "x"), ("t", "u", "s|x")),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), LOOKALIKES, ids=lambda p: "|".join(p))
+def test_owners_whose_parts_concatenate_alike_never_collide(
+    store: StoreBackend, first: tuple[str, str, str], second: tuple[str, str, str]
+) -> None:
+    one, two = ScopedStore(store, Scope(*first)), ScopedStore(store, Scope(*second))
+    same_tenant = first[0] == second[0]
+    data = body(100, seed=33)
+    ref = one.put(data).ref
+
+    expected = ReadOutcome.UNAUTHORIZED if same_tenant else ReadOutcome.MISSING
+    assert two.read(ref).outcome is expected
+    assert two.artifacts() == []
+    assert two.usage() == Usage(0, 0)
+
+    put = two.put(data)
+    assert (put.existing, put.blob_written) == (False, not same_tenant)
+    assert [r.ref for r in one.artifacts()] == [r.ref for r in two.artifacts()] == [ref]
+    assert one.read(ref).data == two.read(ref).data == data
+
+
+# -- persistence ----------------------------------------------------------------------------
+
+
+def test_stored_artifacts_outlive_their_handle_exactly_when_the_backend_is_durable(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    data = body(2 * CHUNK + 1, seed=34)
+    put = scoped.put(data, media_type="text/csv", tool="export")
+    listed, usage = scoped.artifacts(), store.store_usage()
+
+    again = store_case.reopen(store)
+
+    if again is None:
+        # The data lives in the handle: a new store starts empty, the first keeps its data.
+        fresh = ScopedStore(store_case.open(), ALICE)
+        assert fresh.read(put.ref).outcome is ReadOutcome.MISSING
+        assert fresh.artifacts() == []
+        assert scoped.read(put.ref).data == data
+    else:
+        store.close()
+        reopened = ScopedStore(again, ALICE)
+        assert reopened.read(put.ref).data == data
+        assert reopened.read(put.ref, start=CHUNK, end=CHUNK + 2).data == data[CHUNK : CHUNK + 2]
+        assert reopened.artifacts() == listed
+        assert again.store_usage() == usage
+        assert again.verify() == []
+
+
+def test_a_second_handle_sees_the_first_handles_writes_at_once(store_case: StoreCase) -> None:
+    store = store_case.open()
+    second = store_case.reopen(store) or store  # a memory store has only the one handle
+    ref = ScopedStore(store, ALICE).put(b"visible", ttl=10).ref
+
+    assert ScopedStore(second, ALICE).read(ref).data == b"visible"
+    assert not ScopedStore(second, ALICE).put(b"visible", ttl=10).blob_written
+    store_case.clock.advance(10)
+    assert second.gc().blobs == 1
+    assert ScopedStore(store, ALICE).read(ref).outcome is ReadOutcome.MISSING
+
+
+def test_close_may_be_called_twice(store_case: StoreCase) -> None:
+    store = store_case.open()
+    ScopedStore(store, ALICE).put(b"x")
+
+    store.close()
+    store.close()
+
+
+# -- listing, usage and records -------------------------------------------------------------
+
+
+def test_artifacts_lists_only_the_owners_records_oldest_first(store_case: StoreCase) -> None:
+    store = store_case.open()
+    mine = ScopedStore(store, ALICE)
+    second = mine.put(b"zzz written first", ttl=10).ref
+    store_case.clock.advance(1)
+    first = mine.put(b"aaa written second").ref
+    ScopedStore(store, ALICE_LATER).put(b"another session")
+    ScopedStore(store, BOB).put(b"another user")
+    ScopedStore(store, MALLORY).put(b"another tenant")
+    store_case.clock.advance(20)
+
+    assert [record.ref for record in mine.artifacts()] == [second, first]
+    assert [record.ref for record in store.artifacts(MALLORY)] == [
+        Ref.of(b"another tenant"),
+    ]
+
+
+def test_usage_counts_the_sessions_live_artifacts_and_store_usage_the_blobs(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    mine, later = ScopedStore(store, ALICE), ScopedStore(store, ALICE_LATER)
+    mine.put(b"12345", ttl=10)
+    mine.put(b"1234567890")
+    later.put(b"1234567890")
+    ScopedStore(store, MALLORY).put(b"1234567890")
+
+    assert mine.usage() == Usage(2, 15)
+    assert later.usage() == Usage(1, 10)
+    assert store.store_usage() == Usage(3, 25)
+
+    store_case.clock.advance(10)
+    assert mine.usage() == Usage(1, 10)
+    assert store.store_usage() == Usage(3, 25)
+    store.gc()
+    assert store.store_usage() == Usage(2, 20)
+
+
+def test_record_fields_round_trip_with_the_media_type_normalized(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scope = Scope("tenant-acme", "user-ana", "session-1", task="t-1", worker="w-1", agent="a-1")
+    scoped = ScopedStore(store, scope)
+    now = store_case.clock()
+
+    put = scoped.put(
+        b"id,total\n1,2.5\n",
+        media_type=' Text/CSV ; Charset="UTF-8"; header=present',
+        kind="csv",
+        tool="list_orders",
+        ttl=3600,
+        sensitivity="restricted",
+        complete=False,
+        classification="compressible",
+    )
+
+    expected = ArtifactRecord(
+        ref=Ref.of(b"id,total\n1,2.5\n"),
+        size=15,
+        media_type="text/csv; charset=utf-8",
+        kind="csv",
+        tool="list_orders",
+        created=now,
+        expires=now + 3600,
+        sensitivity=Sensitivity.RESTRICTED,
+        complete=False,
+        classification="compressible",
+        task="t-1",
+        worker="w-1",
+        agent="a-1",
+    )
+    assert put.record == expected
+    assert scoped.stat(put.ref).record == expected
+    assert scoped.read(put.ref).record == expected
+    assert scoped.artifacts() == [expected]
+
+
+def test_a_record_without_hints_takes_the_defaults(store: StoreBackend) -> None:
+    put = ScopedStore(store, ALICE).put(b"\x00\x01")
+
+    record = put.record
+    assert record.media_type == "application/octet-stream"
+    assert (record.kind, record.tool, record.classification) == (None, None, None)
+    assert (record.task, record.worker, record.agent) == (None, None, None)
+    assert record.sensitivity is Sensitivity.INTERNAL
+    assert record.complete is True
+
+
+# -- privacy --------------------------------------------------------------------------------
+
+
+def test_no_repr_shows_the_body_or_the_owner(store_case: StoreCase) -> None:
+    canaries = [
+        "body-canary-5d1f",
+        "tenant-canary-8a2c",
+        "user-canary-3e7b",
+        "session-canary-9c4d",
+        "task-canary-1b6e",
+        "worker-canary-7f0a",
+        "agent-canary-2d9c",
+    ]
+    store = store_case.open()
+    scope = Scope(*canaries[1:])
+    scoped = ScopedStore(store, scope)
+    data = (canaries[0] + "\n").encode() * 50
+    put = scoped.put(data, ttl=10)
+    store_case.corrupt(store, scope, scoped.put(canaries[0].encode()).ref, 0)
+
+    shown: list[object] = [
+        scope,
+        scoped,
+        store,
+        put,
+        put.record,
+        scoped.read(put.ref),
+        scoped.read(put.ref, start=0, end=30),
+        scoped.stat(put.ref),
+        scoped.artifacts(),
+        scoped.usage(),
+        store.store_usage(),
+        store.verify(),
+        store.gc(dry_run=True),
+    ]
+    store_case.clock.advance(10)
+    shown.append(scoped.read(put.ref))
+
+    for item in shown:
+        for text in (repr(item), str(item)):
+            for canary in canaries:
+                assert canary not in text
+
+
+__all__ = [
+    "store",
+    "store_case",
+    *sorted(name for name in list(globals()) if name.startswith("test_")),
+]
