@@ -30,7 +30,20 @@ from cargohold._errors import (
     StoreUnavailableError,
     UsageError,
 )
+from cargohold._events import (
+    ContentKind,
+    DecisionEvent,
+    GuardOutcome,
+    OffloadOutcome,
+    Operation,
+    Reason,
+    RehydrateOutcome,
+    Reporter,
+    Sink,
+)
 from cargohold._facade import ScopedStore
+from cargohold._offload import HEAVY_THRESHOLD, Offloader, OffloadResult
+from cargohold._projection import ProjectionClass
 from cargohold._records import (
     ArtifactRecord,
     Finding,
@@ -44,41 +57,77 @@ from cargohold._records import (
     Usage,
 )
 from cargohold._ref import Ref
+from cargohold._rehydrate import DEFAULT_READ_BUDGET, RehydrateResult, Rehydrator
 from cargohold._scope import Scope
+from cargohold._segment import SegmentInfo, parse_segment, render_segment
+from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
+from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
+from cargohold._tokens import estimate_tokens
 from cargohold.store import LocalStore, MemoryStore, StoreBackend, open_store
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_READ_BUDGET",
+    "HEAVY_THRESHOLD",
     "ArtifactRecord",
+    "Budget",
     "CargoholdError",
     "ConfigError",
+    "ContentKind",
+    "DecisionEvent",
     "Finding",
     "GcReport",
+    "GuardOutcome",
     "InvalidReferenceError",
     "InvalidScopeError",
+    "JsonLinesSink",
     "LimitExceededError",
     "Limits",
+    "ListSink",
     "LocalStore",
+    "LoggingSink",
     "MemoryStore",
+    "OffloadOutcome",
+    "OffloadResult",
+    "Offloader",
+    "OpenTelemetrySink",
+    "Operation",
+    "ProjectionClass",
     "PutRequest",
     "PutResult",
     "ReadError",
     "ReadOutcome",
     "ReadResult",
+    "ReadTools",
+    "Reason",
     "Ref",
+    "RehydrateOutcome",
+    "RehydrateResult",
+    "Rehydrator",
     "RejectedError",
+    "Reporter",
+    "RunSummary",
     "SchemaError",
     "Scope",
     "ScopedStore",
+    "SegmentInfo",
     "Sensitivity",
     "SensitivityRefusedError",
     "Settings",
+    "Sink",
     "StoreBackend",
     "StoreError",
     "StoreUnavailableError",
+    "Stub",
+    "StubInfo",
     "Usage",
     "UsageError",
+    "estimate_tokens",
     "load_settings",
     "open_store",
+    "parse_segment",
+    "parse_stub",
+    "render_segment",
+    "render_stub",
 ]

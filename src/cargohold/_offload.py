@@ -1,0 +1,341 @@
+"""The offload seam: a tool's result goes in, exactly one decision comes out.
+
+At or above the heavy threshold (32 KiB of UTF-8 by default; bytes for binary) a result is stored
+and replaced by a stub; below it, it stays inline and no reference is minted. There is no switch
+that turns offloading off and no no-op store. The exact bytes are stored before any projection is
+made. When the store fails, the conversation gets a bounded notice without a reference, never the
+raw body. A recovered context segment (what an explicit read returned) passes as ``bypass`` up to
+the budget its reader chose, so a read is never undone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from cargohold._errors import (
+    CargoholdError,
+    LimitExceededError,
+    RejectedError,
+    SensitivityRefusedError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
+from cargohold._events import (
+    ContentKind,
+    DecisionEvent,
+    OffloadOutcome,
+    Operation,
+    Reason,
+    Reporter,
+    record,
+)
+from cargohold._facade import ScopedStore
+from cargohold._records import KiB, Sensitivity, normalize_media_type
+from cargohold._ref import Ref
+from cargohold._segment import parse_segment
+from cargohold._stub import DEFAULT_READ_TOOLS, Budget, ReadTools, Stub, render_notice, render_stub
+from cargohold._text import looks_textual
+from cargohold._tokens import Family, estimate_tokens, family_of
+
+HEAVY_THRESHOLD = 32 * KiB
+"""The default heavy threshold: results of at least this many bytes are offloaded."""
+
+_LIMIT_REASONS = {
+    "artifact_too_large": Reason.ARTIFACT_TOO_LARGE,
+    "session_objects": Reason.SESSION_OBJECTS,
+    "session_bytes": Reason.SESSION_BYTES,
+    "store_objects": Reason.STORE_OBJECTS,
+    "store_bytes": Reason.STORE_BYTES,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadResult:
+    """One offload decision.
+
+    Attributes:
+        outcome: ``inline``, ``offloaded``, ``existing_reference``, ``rejected``, ``failed`` or
+            ``bypass``.
+        reason: Why, as a stable code.
+        content: What enters the conversation: the inline value (text, or bytes for a small
+            binary result), the stub, the withheld-notice, or the recovered segment unchanged.
+            Never shown in the ``repr``.
+        ref: The reference, for ``offloaded``, ``existing_reference`` and ``bypass``.
+        stub: The rendered stub, for ``offloaded`` and ``existing_reference``.
+        event: The decision's event: the very instance the reporter received.
+    """
+
+    outcome: OffloadOutcome
+    reason: Reason
+    content: str | bytes = field(repr=False)
+    ref: Ref | None
+    stub: Stub | None
+    event: DecisionEvent
+
+    @property
+    def text(self) -> str:
+        """The content as text (a small binary inline result is described, not decoded)."""
+        if isinstance(self.content, str):
+            return self.content
+        return f"[cargohold] inline binary result of {len(self.content):,} bytes"
+
+
+def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, bool]:
+    """Bytes, media type and textual-ness of a tool's value.
+
+    Text is UTF-8; bytes are kept as they are; anything else must be JSON-serializable and is
+    serialized compactly with its key order kept (so identical values give identical bytes).
+    """
+    if isinstance(value, str):
+        text_type = media_type or "text/plain; charset=utf-8"
+        return value.encode("utf-8", "surrogatepass"), text_type, True
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        return raw, media_type or "application/octet-stream", looks_textual(raw)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UsageError("a tool result must be text, bytes or JSON-serializable data") from exc
+    return text.encode("utf-8", "surrogatepass"), media_type or "application/json", True
+
+
+class Offloader:
+    """Decides, for each tool result, what enters the conversation.
+
+    Args:
+        store: The scoped store the bytes go to (a real store: there is no no-op).
+        threshold: The heavy threshold in bytes (at or above: offloaded).
+        tool_thresholds: Per-tool thresholds, lower or higher than the global one.
+        budget: The default stub budget.
+        reporter: Where decision events go; ``None`` reports nothing.
+        read_tools: The read tool names the surface offers, named in every stub.
+        ttl: Seconds to keep offloaded bytes; the store's default when ``None``.
+    """
+
+    def __init__(
+        self,
+        store: ScopedStore,
+        *,
+        threshold: int = HEAVY_THRESHOLD,
+        tool_thresholds: Mapping[str, int] | None = None,
+        budget: Budget | str = Budget.BALANCED,
+        reporter: Reporter | None = None,
+        read_tools: ReadTools = DEFAULT_READ_TOOLS,
+        ttl: float | None = None,
+    ) -> None:
+        if not isinstance(store, ScopedStore):
+            raise UsageError("an Offloader needs a cargohold.ScopedStore")
+        self._store = store
+        self._threshold = _check_threshold(threshold)
+        self._tool_thresholds = {k: _check_threshold(v) for k, v in (tool_thresholds or {}).items()}
+        self._budget = Budget.parse(budget)
+        self._reporter = reporter
+        self._read_tools = read_tools
+        self._ttl = ttl
+
+    def __repr__(self) -> str:
+        return f"Offloader(threshold={self._threshold}, budget={self._budget.label})"
+
+    @property
+    def store(self) -> ScopedStore:
+        """The scoped store this offloader writes to."""
+        return self._store
+
+    @property
+    def reporter(self) -> Reporter | None:
+        """Where this offloader's decision events go."""
+        return self._reporter
+
+    @property
+    def read_tools(self) -> ReadTools:
+        """The read tool names its stubs advertise."""
+        return self._read_tools
+
+    def threshold_for(self, tool: str | None) -> int:
+        """The heavy threshold that applies to ``tool``'s results."""
+        if tool is not None and tool in self._tool_thresholds:
+            return self._tool_thresholds[tool]
+        return self._threshold
+
+    def offload(
+        self,
+        value: object,
+        *,
+        tool: str | None = None,
+        media_type: str | None = None,
+        sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
+        complete: bool = True,
+        failed: bool = False,
+        budget: Budget | str | None = None,
+    ) -> OffloadResult:
+        """Decide what of ``value`` enters the conversation.
+
+        Args:
+            value: The tool's result: text, bytes, or JSON-serializable data.
+            tool: The producing tool's name (per-tool threshold, stub, event).
+            media_type: A media type hint.
+            sensitivity: ``public``, ``internal`` or ``restricted``; the refused kinds give
+                ``rejected``.
+            complete: ``False`` when the tool truncated its own output.
+            failed: The call failed or was cancelled: its preview is never ``compressible``.
+            budget: This stub's budget, instead of the offloader's default.
+
+        Raises:
+            UsageError: a value that is not text, bytes or JSON-serializable; a bad media type.
+        """
+        if isinstance(value, str):
+            segment = parse_segment(value) if value.startswith("[cargohold:recovered]") else None
+            if segment is not None:
+                return self._bypass(value, segment.ref, segment.budget, tool)
+        data, media, textual = encode_value(value, media_type)
+        media = normalize_media_type(media)
+        size = len(data)
+        limit = self.threshold_for(tool)
+        family = family_of("text" if textual else "binary", media)
+        if size < limit:
+            inline: str | bytes = value if isinstance(value, str) else data
+            if not isinstance(value, bytes | bytearray | memoryview | str):
+                inline = data.decode("utf-8", "surrogatepass")  # the serialized JSON
+            event = self._event(
+                OffloadOutcome.INLINE,
+                Reason.BELOW_THRESHOLD,
+                size,
+                limit,
+                None,
+                tool,
+                context_bytes=size,
+                tokens=estimate_tokens(size, family),
+            )
+            return OffloadResult(
+                OffloadOutcome.INLINE, Reason.BELOW_THRESHOLD, inline, None, None, event
+            )
+        try:
+            put = self._store.put(
+                data,
+                media_type=media,
+                tool=tool,
+                ttl=self._ttl,
+                sensitivity=sensitivity,
+                complete=complete,
+            )
+        except (RejectedError, StoreError) as exc:
+            return self._withheld(exc, size, limit, media, tool, family)
+        # Only now, with the exact bytes durable, is a projection made.
+        stub = render_stub(
+            data,
+            put.ref,
+            media_type=put.record.media_type,
+            tool=tool,
+            complete=complete,
+            budget=self._budget if budget is None else Budget.parse(budget),
+            failed=failed,
+            read_tools=self._read_tools,
+        )
+        outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
+        reason = Reason.IDENTICAL_CONTENT if put.existing else Reason.AT_OR_ABOVE_THRESHOLD
+        event = self._event(
+            outcome,
+            reason,
+            size,
+            limit,
+            str(put.ref),
+            tool,
+            context_bytes=stub.size_bytes,
+            tokens=stub.estimated_tokens,
+        )
+        return OffloadResult(outcome, reason, stub.text, put.ref, stub, event)
+
+    def _withheld(
+        self,
+        exc: CargoholdError,
+        size: int,
+        limit: int,
+        media_type: str,
+        tool: str | None,
+        family: Family,
+    ) -> OffloadResult:
+        if isinstance(exc, SensitivityRefusedError):
+            outcome, reason = OffloadOutcome.REJECTED, Reason.SENSITIVITY
+        elif isinstance(exc, LimitExceededError):
+            outcome, reason = (
+                OffloadOutcome.REJECTED,
+                _LIMIT_REASONS.get(exc.reason, Reason.ARTIFACT_TOO_LARGE),
+            )
+        elif isinstance(exc, StoreUnavailableError):
+            outcome, reason = OffloadOutcome.FAILED, Reason.STORE_UNAVAILABLE
+        else:
+            outcome, reason = OffloadOutcome.FAILED, Reason.STORE_ERROR
+        notice = render_notice(
+            outcome=outcome.value,
+            reason=reason.value,
+            size=size,
+            media_type=media_type,
+            tool=tool,
+        )
+        event = self._event(
+            outcome,
+            reason,
+            size,
+            limit,
+            None,
+            tool,
+            context_bytes=len(notice.encode()),
+            tokens=estimate_tokens(size, family),
+        )
+        return OffloadResult(outcome, reason, notice, None, None, event)
+
+    def _bypass(self, segment: str, ref: Ref, budget: int, tool: str | None) -> OffloadResult:
+        size = len(segment.encode("utf-8", "surrogatepass"))
+        event = self._event(
+            OffloadOutcome.BYPASS,
+            Reason.RECOVERED_SEGMENT,
+            size,
+            budget,
+            str(ref),
+            tool,
+            content_kind=ContentKind.RECOVERED_CONTEXT,
+            context_bytes=size,
+            tokens=estimate_tokens(size),
+        )
+        return OffloadResult(
+            OffloadOutcome.BYPASS, Reason.RECOVERED_SEGMENT, segment, ref, None, event
+        )
+
+    def _event(
+        self,
+        outcome: OffloadOutcome,
+        reason: Reason,
+        observed: int,
+        limit: int,
+        ref: str | None,
+        tool: str | None,
+        *,
+        content_kind: ContentKind = ContentKind.TOOL_RESULT,
+        context_bytes: int,
+        tokens: int,
+    ) -> DecisionEvent:
+        return record(
+            self._reporter,
+            Operation.OFFLOAD,
+            outcome,
+            content_kind,
+            reason,
+            observed_bytes=observed,
+            limit_bytes=limit,
+            ref=ref,
+            tool=tool,
+            context_bytes=context_bytes,
+            estimated_tokens=tokens,
+        )
+
+
+def _check_threshold(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError("a heavy threshold is a positive number of bytes")
+    return value
+
+
+__all__ = ["HEAVY_THRESHOLD", "OffloadResult", "Offloader", "encode_value"]

@@ -1,0 +1,409 @@
+"""Explicit rehydration: one reference at a time, owner-checked, digest-verified, budgeted.
+
+A reference appearing in context is inert; bytes come back only through these calls. Each call is
+one decision with one event. Anything but ``resolved`` carries no content. What a read returns is
+wrapped as a recovered context segment (see :mod:`cargohold._segment`), which the offload seam lets
+through as ``bypass``, so a read is never offloaded again.
+
+Model-facing reads default to a 16 KiB budget, below the heavy threshold; a caller that wants more
+asks for it explicitly, up to 1 MiB per answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jmespath
+import jmespath.exceptions
+import re2
+
+from cargohold._errors import ReadError, UsageError
+from cargohold._events import (
+    ContentKind,
+    DecisionEvent,
+    Operation,
+    Reason,
+    RehydrateOutcome,
+    Reporter,
+    record,
+)
+from cargohold._facade import ScopedStore, as_ref
+from cargohold._records import MAX_READ_BYTES, KiB, ReadOutcome, ReadResult
+from cargohold._ref import Ref, is_ref
+from cargohold._segment import render_segment
+from cargohold._text import utf8_len
+from cargohold._tokens import estimate_tokens
+
+DEFAULT_READ_BUDGET = 16 * KiB
+"""Default budget of a model-facing read: below the heavy threshold."""
+
+MAX_LINE_PREVIEW = 400
+"""A grep match line longer than this is shown as a window around the match."""
+
+_REASONS = {
+    ReadOutcome.RESOLVED: Reason.VERIFIED,
+    ReadOutcome.MISSING: Reason.NOT_FOUND,
+    ReadOutcome.UNAUTHORIZED: Reason.OWNER_MISMATCH,
+    ReadOutcome.STALE: Reason.DIGEST_MISMATCH,
+    ReadOutcome.EXPIRED: Reason.TTL_ELAPSED,
+    ReadOutcome.OVER_BUDGET: Reason.BUDGET_EXCEEDED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RehydrateResult:
+    """One rehydrate decision.
+
+    Attributes:
+        outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired`` or
+            ``over_budget``.
+        reason: The stable reason code.
+        ref: The reference asked for.
+        segment: The recovered segment to put into the conversation (resolved only).
+        content: The answer's text without the segment markers (resolved only).
+        span: What was read (``bytes 0-4096 of 120000``...), when resolved.
+        answer_bytes: UTF-8 bytes of the answer, or of the answer that would have been given
+            (``over_budget``); 0 when nothing was read.
+        budget: The byte budget applied.
+        event: The decision's event: the very instance the reporter received.
+    """
+
+    outcome: RehydrateOutcome
+    reason: Reason
+    ref: Ref
+    segment: str | None = field(repr=False)
+    content: str | None = field(repr=False)
+    span: str | None
+    answer_bytes: int
+    budget: int
+    event: DecisionEvent
+
+    @property
+    def ok(self) -> bool:
+        """Whether the read resolved."""
+        return self.outcome is RehydrateOutcome.RESOLVED
+
+    def raise_for_outcome(self) -> str:
+        """The content, or :class:`~cargohold.ReadError` naming the outcome."""
+        if self.content is None:
+            raise ReadError(f"read was {self.outcome.value}", outcome=self.outcome.value)
+        return self.content
+
+
+def _text_slice(raw: bytes, start: int) -> tuple[str, int, int] | None:
+    """``raw`` as text, trimmed to whole UTF-8 characters at its edges, or ``None`` if binary.
+
+    Returns the text and the exact byte span it covers.
+    """
+    lead = 0
+    while lead < min(3, len(raw)) and (raw[lead] & 0xC0) == 0x80:
+        lead += 1
+    body = raw[lead:]
+    for trim in range(4):
+        piece = body[: len(body) - trim] if trim else body
+        try:
+            text = piece.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(piece) - 3:
+                return None
+            continue
+        if "\x00" in text:
+            return None
+        return text, start + lead, start + lead + len(piece)
+    return None
+
+
+class Rehydrator:
+    """Explicit, verified, budgeted reads for one scope.
+
+    Args:
+        store: The scoped store to read from (its scope is the owner check).
+        reporter: Where decision events go; ``None`` reports nothing.
+        default_budget: Budget of a read that names none (16 KiB).
+    """
+
+    def __init__(
+        self,
+        store: ScopedStore,
+        *,
+        reporter: Reporter | None = None,
+        default_budget: int = DEFAULT_READ_BUDGET,
+    ) -> None:
+        if not isinstance(store, ScopedStore):
+            raise UsageError("a Rehydrator needs a cargohold.ScopedStore")
+        self._store = store
+        self._reporter = reporter
+        self._default_budget = _check_budget(default_budget)
+
+    def __repr__(self) -> str:
+        return f"Rehydrator(default_budget={self._default_budget})"
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def _decide(
+        self,
+        ref: Ref,
+        outcome: ReadOutcome,
+        budget: int,
+        *,
+        answer: str | None = None,
+        span: str | None = None,
+        answer_bytes: int = 0,
+    ) -> RehydrateResult:
+        rehydrate_outcome = RehydrateOutcome(outcome.value)
+        reason = _REASONS[outcome]
+        segment = None if answer is None else render_segment(ref, span or "", answer, budget)
+        size = utf8_len(answer) if answer is not None else answer_bytes
+        event = record(
+            self._reporter,
+            Operation.REHYDRATE,
+            rehydrate_outcome,
+            ContentKind.RECOVERED_CONTEXT,
+            reason,
+            observed_bytes=size,
+            limit_bytes=budget,
+            ref=str(ref),
+            context_bytes=0 if segment is None else utf8_len(segment),
+            estimated_tokens=estimate_tokens(size),
+        )
+        return RehydrateResult(
+            rehydrate_outcome, reason, ref, segment, answer, span, size, budget, event
+        )
+
+    def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None]:
+        """Read and verify a whole body for line, grep and query answers (any size)."""
+        result = self._store.read(ref)
+        if result.outcome is not ReadOutcome.RESOLVED:
+            return result, self._decide(ref, result.outcome, budget)
+        return result, None
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def read(
+        self,
+        ref: Ref | str,
+        *,
+        offset: int = 0,
+        length: int | None = None,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """Bytes ``[offset, offset + length)`` (to the end when ``length`` is ``None``).
+
+        Text comes back as text, cut to whole characters at its edges (the span says exactly
+        which bytes); binary comes back base64-encoded. Over the budget: ``over_budget``.
+        """
+        ref = as_ref(ref)
+        limit = self._budget(budget)
+        if isinstance(length, bool) or (
+            length is not None and (not isinstance(length, int) or length < 0)
+        ):
+            raise UsageError("length must be a non-negative integer")
+        end = None if length is None else offset + length
+        result = self._store.read(ref, start=offset, end=end, max_bytes=limit)
+        if result.outcome is ReadOutcome.OVER_BUDGET and result.record is not None:
+            stop = result.record.size if end is None else min(end, result.record.size)
+            return self._decide(
+                ref, result.outcome, limit, answer_bytes=max(0, stop - result.start)
+            )
+        if (
+            result.outcome is not ReadOutcome.RESOLVED
+            or result.data is None
+            or result.record is None
+        ):
+            return self._decide(ref, result.outcome, limit)
+        size = result.record.size
+        sliced = _text_slice(result.data, result.start)
+        if sliced is not None:
+            text, first, last = sliced
+            return self._decide(
+                ref, result.outcome, limit, answer=text, span=f"bytes {first}-{last} of {size}"
+            )
+        encoded = base64.b64encode(result.data).decode("ascii")
+        if len(encoded) > limit:
+            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=len(encoded))
+        last = result.start + len(result.data)
+        span = f"bytes {result.start}-{last} of {size}, base64"
+        return self._decide(ref, result.outcome, limit, answer=encoded, span=span)
+
+    def read_lines(
+        self,
+        ref: Ref | str,
+        start: int = 1,
+        end: int | None = None,
+        *,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """Lines ``start`` to ``end`` inclusive, numbered from 1 (to the last when ``end=None``)."""
+        ref = as_ref(ref)
+        limit = self._budget(budget)
+        if isinstance(start, bool) or not isinstance(start, int) or start < 1:
+            raise UsageError("start line must be an integer of at least 1")
+        if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < start):
+            raise UsageError("end line must be an integer at or after the start line")
+        result, refused = self._whole(ref, limit)
+        if refused is not None or result.data is None:
+            return refused or self._decide(ref, result.outcome, limit)
+        lines = result.data.decode("utf-8", "replace").splitlines(keepends=True)
+        stop = len(lines) if end is None else min(end, len(lines))
+        text = "".join(lines[start - 1 : stop])
+        size = utf8_len(text)
+        if size > limit:
+            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=size)
+        first = min(start, stop + 1)
+        span = f"lines {first}-{stop} of {len(lines)}"
+        return self._decide(ref, result.outcome, limit, answer=text, span=span)
+
+    def grep(
+        self,
+        ref: Ref | str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        max_matches: int = 100,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """Lines matching a regular expression, with their line numbers.
+
+        The pattern runs on RE2, a linear-time engine: an untrusted pattern cannot hang the
+        read. Very long lines are shown as a window around the match. The answer states how many
+        lines matched in all, even when it shows fewer.
+        """
+        ref = as_ref(ref)
+        limit = self._budget(budget)
+        if not isinstance(pattern, str) or not pattern or len(pattern) > 1000:
+            raise UsageError("pattern must be a non-empty string of at most 1000 characters")
+        if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
+            raise UsageError("max_matches must be a positive integer")
+        options = re2.Options()
+        options.case_sensitive = not ignore_case
+        options.log_errors = False
+        try:
+            regex = re2.compile(pattern, options)
+        except re2.error:
+            raise UsageError("pattern is not a valid regular expression (RE2 syntax)") from None
+        result, refused = self._whole(ref, limit)
+        if refused is not None or result.data is None:
+            return refused or self._decide(ref, result.outcome, limit)
+        shown: list[str] = []
+        used = 0
+        matched = 0
+        reserve = 120  # room for the closing count line
+        for number, line in enumerate(result.data.decode("utf-8", "replace").splitlines(), 1):
+            found = regex.search(line)
+            if found is None:
+                continue
+            matched += 1
+            if len(shown) >= max_matches:
+                continue
+            if len(line) > MAX_LINE_PREVIEW:
+                begin = max(0, found.start() - MAX_LINE_PREVIEW // 2)
+                window = line[begin : begin + MAX_LINE_PREVIEW]
+                line = f"[col {begin + 1}] {window} [... line of {len(line):,} chars]"
+            entry = f"{number}: {line}\n"
+            cost = utf8_len(entry)
+            if used + cost + reserve > limit:
+                max_matches = len(shown)  # budget reached: keep counting, stop showing
+                continue
+            shown.append(entry)
+            used += cost
+        footer = f"[{matched} matching lines; {len(shown)} shown]"
+        text = "".join(shown) + footer
+        return self._decide(
+            ref, result.outcome, limit, answer=text, span=f"grep {matched} matching lines"
+        )
+
+    def query(
+        self, ref: Ref | str, expression: str, *, budget: int | None = None
+    ) -> RehydrateResult:
+        """A JMESPath expression evaluated on a JSON artifact; the result as compact JSON."""
+        ref = as_ref(ref)
+        limit = self._budget(budget)
+        if not isinstance(expression, str) or not expression or len(expression) > 2000:
+            raise UsageError("expression must be a non-empty string of at most 2000 characters")
+        try:
+            compiled = jmespath.compile(expression)
+        except jmespath.exceptions.JMESPathError:
+            raise UsageError("expression is not valid JMESPath") from None
+        result, refused = self._whole(ref, limit)
+        if refused is not None or result.data is None:
+            return refused or self._decide(ref, result.outcome, limit)
+        try:
+            document = json.loads(result.data)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            raise UsageError("the artifact is not JSON; use grep or a line read") from None
+        try:
+            answer = compiled.search(document)
+        except jmespath.exceptions.JMESPathError:
+            raise UsageError("the expression failed on this document") from None
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        size = utf8_len(text)
+        if size > limit:
+            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=size)
+        return self._decide(ref, result.outcome, limit, answer=text, span="query")
+
+    # -- passing references to tools -----------------------------------------------------
+
+    def resolve_arguments(self, arguments: Any, *, budget: int | None = None) -> Any:
+        """A copy of a tool's arguments with each reference replaced by its verified bytes.
+
+        Only values that are exactly a canonical reference are replaced (text for UTF-8 bodies,
+        ``bytes`` otherwise), for the one tool about to be called; nothing enters the
+        conversation. Each replacement is a rehydrate decision with its event.
+
+        Args:
+            arguments: JSON-like data (dicts, lists, strings...).
+            budget: The most bytes one reference may bring in; the store's artifact limit when
+                omitted.
+
+        Raises:
+            ReadError: a reference that did not resolve (its ``outcome`` says why).
+        """
+        limit = self._store.store.limits.max_artifact_bytes if budget is None else budget
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise UsageError("budget must be a positive integer")
+        return self._resolve(arguments, limit)
+
+    def _resolve(self, value: Any, limit: int) -> Any:
+        if isinstance(value, str):
+            if not is_ref(value):
+                return value
+            ref = Ref.parse(value)
+            result = self._store.read(ref, max_bytes=limit)
+            if result.outcome is not ReadOutcome.RESOLVED or result.data is None:
+                self._decide(ref, result.outcome, limit)
+                raise ReadError(
+                    f"an argument reference was {result.outcome.value}",
+                    outcome=result.outcome.value,
+                )
+            record(
+                self._reporter,
+                Operation.REHYDRATE,
+                RehydrateOutcome.RESOLVED,
+                ContentKind.RECOVERED_CONTEXT,
+                Reason.VERIFIED,
+                observed_bytes=len(result.data),
+                limit_bytes=limit,
+                ref=str(ref),
+            )
+            try:
+                return result.data.decode("utf-8")
+            except UnicodeDecodeError:
+                return result.data
+        if isinstance(value, Mapping):
+            return {key: self._resolve(item, limit) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._resolve(item, limit) for item in value]
+        return value
+
+    def _budget(self, budget: int | None) -> int:
+        return self._default_budget if budget is None else _check_budget(budget)
+
+
+def _check_budget(budget: int) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 < budget <= MAX_READ_BYTES:
+        raise UsageError(f"a read budget is a byte count from 1 to {MAX_READ_BYTES}")
+    return budget

@@ -1,0 +1,292 @@
+"""Stubs: what a conversation carries in place of a heavy body.
+
+One renderer. A stub is plain text that starts with one stable marker line holding the canonical
+reference and ends with one closing line naming its budget and a check (the first 16 hex digits of
+the SHA-256 of everything before that line). Between them: what the thing is (tool, media type,
+size, estimated tokens, complete or truncated), a preview within the budget, and the exact names of
+the read tools the surface offers. The whole stub, in UTF-8 bytes, never exceeds its budget.
+
+Same bytes, same metadata and same budget give the same stub, byte for byte: no clock, no
+randomness, no model call.
+
+Example (abridged)::
+
+    [cargohold] artifact://sha256/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+    tool list_orders | application/json | 2,431,907 bytes | about 748,280 tokens | complete
+    kept out of context | kind json | class compressible
+    --- preview ---
+    ...
+    --- end of preview ---
+    read more: artifact_read(ref, offset, length) | artifact_grep(ref, pattern) | ...
+    [cargohold] end of stub | budget balanced | check 1a2b3c4d5e6f7a8b
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from cargohold._errors import UsageError
+from cargohold._projection import Projection, ProjectionClass, detect, project
+from cargohold._ref import PREFIX, Ref
+from cargohold._text import utf8_len
+from cargohold._tokens import estimate_tokens, family_of
+
+MARKER = "[cargohold]"
+"""The stable first token of every stub and notice cargohold puts into a conversation."""
+
+_FIRST = re.compile(r"\[cargohold\] (artifact://sha256/[0-9a-f]{64})")
+_LAST = re.compile(
+    r"\[cargohold\] end of stub \| budget (light|balanced|strong|max) \| check ([0-9a-f]{16})"
+)
+
+
+class Budget(enum.IntEnum):
+    """Byte budgets for a whole stub (UTF-8)."""
+
+    LIGHT = 4 * 1024
+    BALANCED = 8 * 1024
+    STRONG = 12 * 1024
+    MAX = 16 * 1024
+
+    @classmethod
+    def parse(cls, value: Budget | str | int) -> Budget:
+        """A budget from its name (``light``...) or its exact byte count."""
+        if isinstance(value, Budget):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                pass
+        elif isinstance(value, int) and not isinstance(value, bool):
+            for budget in cls:
+                if budget.value == value:
+                    return budget
+        raise UsageError("budget must be one of: light, balanced, strong, max")
+
+    @property
+    def label(self) -> str:
+        """The budget's lower-case name."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTools:
+    """The names of the read tools a surface offers, shown verbatim in every stub.
+
+    Attributes:
+        read: Byte-range read ``(ref, offset, length)``.
+        lines: Line-range read ``(ref, start_line, end_line)``.
+        grep: Regular-expression search ``(ref, pattern)``.
+        query: JMESPath query on JSON ``(ref, expression)``.
+    """
+
+    read: str = "artifact_read"
+    lines: str = "artifact_read_lines"
+    grep: str = "artifact_grep"
+    query: str = "artifact_query"
+
+    def hint(self, *, json_like: bool) -> str:
+        """The stub's "read more" line."""
+        parts = [
+            f"{self.read}(ref, offset, length)",
+            f"{self.lines}(ref, start_line, end_line)",
+            f"{self.grep}(ref, pattern)",
+        ]
+        if json_like:
+            parts.append(f"{self.query}(ref, expression)")
+        return "read more: " + " | ".join(parts)
+
+
+DEFAULT_READ_TOOLS = ReadTools()
+
+
+@dataclass(frozen=True, slots=True)
+class Stub:
+    """A rendered stub and the facts it states.
+
+    Attributes:
+        text: The stub as it enters the conversation.
+        ref: The canonical reference.
+        budget: The budget the stub fits.
+        projection: The preview's kind, class and text.
+    """
+
+    text: str = field(repr=False)
+    ref: Ref
+    size: int
+    media_type: str
+    tool: str | None
+    complete: bool
+    estimated_tokens: int
+    budget: Budget
+    projection: Projection = field(repr=False)
+    read_tools: ReadTools = field(repr=False, default=DEFAULT_READ_TOOLS)
+
+    @property
+    def size_bytes(self) -> int:
+        """The stub's own size in UTF-8 bytes."""
+        return utf8_len(self.text)
+
+    def as_dict(self) -> dict[str, object]:
+        """The same stub as data, for callers that want JSON rather than text."""
+        return {
+            "marker": MARKER,
+            "ref": str(self.ref),
+            "tool": self.tool,
+            "media_type": self.media_type,
+            "size": self.size,
+            "estimated_tokens": self.estimated_tokens,
+            "complete": self.complete,
+            "kind": self.projection.kind,
+            "classification": self.projection.classification.value,
+            "preview": self.projection.preview,
+            "read_tools": {
+                "read": self.read_tools.read,
+                "lines": self.read_tools.lines,
+                "grep": self.read_tools.grep,
+                "query": self.read_tools.query,
+            },
+            "budget": self.budget.label,
+            "text": self.text,
+        }
+
+
+def _check(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def render_stub(
+    data: bytes,
+    ref: Ref,
+    *,
+    media_type: str,
+    tool: str | None = None,
+    complete: bool = True,
+    budget: Budget = Budget.BALANCED,
+    failed: bool = False,
+    read_tools: ReadTools = DEFAULT_READ_TOOLS,
+) -> Stub:
+    """Render the stub of stored bytes. The bytes must already be stored under ``ref``.
+
+    Args:
+        data: The exact stored bytes (the preview is made from them).
+        ref: Their reference.
+        media_type: The normalized media type.
+        tool: The producing tool, if any.
+        complete: ``False`` when the producer truncated its output.
+        budget: The whole stub's byte budget.
+        failed: The producing call failed or was cancelled: never ``compressible``.
+        read_tools: The read tool names the surface offers.
+    """
+    budget = Budget.parse(budget)
+    size = len(data)
+    tool_part = f"tool {tool} | " if tool else ""
+    state = "complete" if complete else "truncated by its producer"
+    found = detect(data, media_type=media_type, failed=failed)
+    tokens = estimate_tokens(size, family_of(found.kind, media_type))
+    json_like = found.kind in ("json", "ndjson")
+    first = f"{MARKER} {ref}"
+    head = (
+        f"{first}\n"
+        f"{tool_part}{media_type} | {size:,} bytes | about {tokens:,} tokens | {state}\n"
+        f"kept out of context | kind {found.kind} | class {found.classification.value}\n"
+    )
+    tail = f"{read_tools.hint(json_like=json_like)}\n"
+    closing_len = utf8_len(f"{MARKER} end of stub | budget {budget.label} | check ") + 16
+    open_rule, close_rule = "--- preview ---\n", "--- end of preview ---\n"
+    fixed = utf8_len(head) + utf8_len(tail) + closing_len + len(open_rule) + len(close_rule)
+    room = int(budget) - fixed
+    if room < 64:
+        raise UsageError("the budget leaves no room for a preview")
+    projection = project(data, media_type=media_type, budget=room, failed=failed)
+    preview = projection.preview
+    if preview and not preview.endswith("\n"):
+        preview += "\n"
+    body = head + open_rule + preview + close_rule + tail
+    text = f"{body}{MARKER} end of stub | budget {budget.label} | check {_check(body)}"
+    if utf8_len(text) > int(budget):  # the projector broke its contract: fail loudly, never leak
+        raise AssertionError("stub over budget")
+    return Stub(
+        text=text,
+        ref=ref,
+        size=size,
+        media_type=media_type,
+        tool=tool,
+        complete=complete,
+        estimated_tokens=tokens,
+        budget=budget,
+        projection=projection,
+        read_tools=read_tools,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StubInfo:
+    """What a genuine stub says about itself."""
+
+    ref: Ref
+    budget: Budget
+
+
+def parse_stub(text: str) -> StubInfo | None:
+    """The stub's reference and budget if ``text`` is a genuine, unedited stub, else ``None``.
+
+    Genuine means: the marker line first, the closing line last, the check matching everything
+    before the closing line, and the whole within the budget the closing line names. A marker
+    forged around other content, or a stub edited to carry more, fails one of these.
+    """
+    if not text.startswith(MARKER + " " + PREFIX) or utf8_len(text) > Budget.MAX:
+        return None
+    first_end = text.find("\n")
+    last_start = text.rfind("\n") + 1
+    if first_end < 0 or last_start <= first_end:
+        return None
+    first = _FIRST.fullmatch(text[:first_end])
+    last = _LAST.fullmatch(text[last_start:])
+    if first is None or last is None:
+        return None
+    budget = Budget[last.group(1).upper()]
+    if utf8_len(text) > budget or _check(text[:last_start]) != last.group(2):
+        return None
+    return StubInfo(Ref.parse(first.group(1)), budget)
+
+
+def render_notice(
+    *,
+    outcome: str,
+    reason: str,
+    size: int,
+    media_type: str,
+    tool: str | None,
+) -> str:
+    """The bounded notice that replaces a body that could not be offloaded (no reference).
+
+    It states what was withheld and why, never the body; well under 1 KiB.
+    """
+    source = f"tool {tool}" if tool else "a tool"
+    what = "could not be stored" if outcome == "failed" else "was refused by the store"
+    return (
+        f"{MARKER} withheld ({outcome}: {reason}): {source} returned {size:,} bytes of "
+        f"{media_type} that {what}; the raw output is not in this context.\n"
+        "Nothing can be read back from this result. Retry the call later, or narrow it so it "
+        "returns less."
+    )
+
+
+__all__ = [
+    "DEFAULT_READ_TOOLS",
+    "MARKER",
+    "Budget",
+    "Projection",
+    "ProjectionClass",
+    "ReadTools",
+    "Stub",
+    "StubInfo",
+    "parse_stub",
+    "render_notice",
+    "render_stub",
+]

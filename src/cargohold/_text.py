@@ -1,0 +1,61 @@
+"""Small text helpers with byte-exact budgets (UTF-8)."""
+
+from __future__ import annotations
+
+_SNIFF = 8192
+
+
+def utf8_len(text: str) -> int:
+    """Bytes of ``text`` in UTF-8."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_utf8(data: bytes, limit: int) -> bytes:
+    """The longest prefix of ``data`` of at most ``limit`` bytes that ends on a character edge."""
+    if len(data) <= limit:
+        return data
+    end = max(0, limit)
+    # Step back over continuation bytes (10xxxxxx) so no character is split.
+    while end > 0 and (data[end] & 0xC0) == 0x80:
+        end -= 1
+    return data[:end]
+
+
+def cut_utf8_tail(data: bytes, limit: int) -> bytes:
+    """The longest suffix of ``data`` of at most ``limit`` bytes that starts on a character edge."""
+    if len(data) <= limit:
+        return data
+    start = len(data) - max(0, limit)
+    while start < len(data) and (data[start] & 0xC0) == 0x80:
+        start += 1
+    return data[start:]
+
+
+def fit(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, on a character edge."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    return cut_utf8(raw, limit).decode("utf-8", "replace")
+
+
+def looks_textual(data: bytes) -> bool:
+    """Whether ``data`` is text: valid UTF-8 in its first 8 KiB and no NUL bytes there.
+
+    A media type never decides: bytes that are not UTF-8 are not text, whatever they claim.
+    """
+    head = data[:_SNIFF]
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multibyte character cut by the sniff window is still text.
+        if exc.start < len(head) - 4:
+            return False
+    return True
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 text of ``data``, invalid sequences replaced (the preview says it is not exact)."""
+    return data.decode("utf-8", "replace")
