@@ -1,0 +1,481 @@
+"""The local backend's filesystem contracts: permissions, links, containment, verify, errors."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import stat
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cargohold import (
+    CargoholdError,
+    LocalStore,
+    PutRequest,
+    ReadOutcome,
+    Ref,
+    SchemaError,
+    Scope,
+    ScopedStore,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+    open_store,
+)
+from cargohold.store import default_root
+from cargohold.testing import FakeClock
+
+ALICE = Scope("tenant-acme", "user-ana", "session-1")
+CHUNK = 64 * 1024
+
+
+def _modes(root: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The permission bits of the directories (``root`` included) and of the files under
+    ``root``, by relative path."""
+    dirs = {".": stat.S_IMODE(os.lstat(root).st_mode)}
+    files: dict[str, int] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for names, found in ((dirnames, dirs), (filenames, files)):
+            for name in names:
+                full = Path(dirpath, name)
+                found[str(full.relative_to(root))] = stat.S_IMODE(os.lstat(full).st_mode)
+    return dirs, files
+
+
+@contextlib.contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@contextlib.contextmanager
+def _opened(root: Path, clock: FakeClock, **kwargs: float) -> Iterator[LocalStore]:
+    store = LocalStore(root, clock=clock, **kwargs)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _stored(store: LocalStore, data: bytes, scope: Scope = ALICE) -> tuple[ScopedStore, Ref]:
+    scoped = ScopedStore(store, scope)
+    return scoped, scoped.put(data).ref
+
+
+# -- permissions ----------------------------------------------------------------------------
+
+
+def _populated_modes(store_root: Path, clock: FakeClock) -> tuple[dict[str, int], dict[str, int]]:
+    """Modes under a store holding three tenants' blobs, created with a umask of 0."""
+    with _umask(0), _opened(store_root, clock) as store:
+        for index in range(3):
+            ScopedStore(store, Scope(f"tenant-{index}", "u", "s")).put(b"x" * (index + 1))
+        return _modes(store_root)
+
+
+def test_files_are_0600_whatever_the_umask(store_root: Path, clock: FakeClock) -> None:
+    _, files = _populated_modes(store_root, clock)
+
+    assert {"index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"} <= set(files)
+    assert sum(1 for p in files if p.startswith("objects")) == 3
+    assert files == dict.fromkeys(files, 0o600)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_mkdir_private's mkdir(parents=True) leaves the per-tenant directory at the umask's "
+    "mode (0755 with umask 022); reported with the fix",
+)
+def test_directories_are_0700_whatever_the_umask(store_root: Path, clock: FakeClock) -> None:
+    dirs, _ = _populated_modes(store_root, clock)
+
+    assert {".", "objects", "staging"} <= set(dirs)
+    assert sum(1 for p in dirs if p.count("/") == 1) == 3  # objects/<tenant key>
+    assert dirs == dict.fromkeys(dirs, 0o700)
+
+
+def test_an_existing_root_with_loose_permissions_is_tightened(
+    store_root: Path, clock: FakeClock
+) -> None:
+    store_root.mkdir(mode=0o755)
+    os.chmod(store_root, 0o755)
+
+    LocalStore(store_root, clock=clock).close()
+
+    assert stat.S_IMODE(os.lstat(store_root).st_mode) == 0o700
+
+
+def test_no_owner_identity_appears_in_any_path(store_root: Path, clock: FakeClock) -> None:
+    scope = Scope("tenant-canary-41", "user-canary-42", "session-canary-43")
+    with _opened(store_root, clock) as store:
+        ScopedStore(store, scope).put(b"owned")
+
+        paths = [str(p.relative_to(store_root)) for p in store_root.rglob("*")]
+
+    assert paths
+    for canary in ("canary-41", "canary-42", "canary-43"):
+        assert not any(canary in path for path in paths)
+
+
+# -- links, containment, ownership ----------------------------------------------------------
+
+
+def test_a_blob_replaced_by_a_symlink_reads_as_stale_with_no_bytes(
+    local_store: LocalStore, tmp_path: Path
+) -> None:
+    data = b"exact bytes" * 1000
+    scoped, ref = _stored(local_store, data)
+    blob = local_store.blob_path_for_tests(ALICE.tenant, ref)
+    outside = tmp_path / "outside-copy"
+    shutil.copyfile(blob, outside)
+    blob.unlink()
+    blob.symlink_to(outside)
+
+    for result in (scoped.read(ref), scoped.read(ref, start=0, end=10)):
+        assert result.outcome is ReadOutcome.STALE
+        assert result.data is None
+    assert sorted((f.kind, f.digest) for f in local_store.verify()) == [
+        ("corrupt", ref.digest),
+        ("unknown", None),
+    ]
+    assert outside.read_bytes() == data
+
+
+@pytest.mark.parametrize("level", [0, 1, 2], ids=["prefix-dir", "tenant-dir", "objects-dir"])
+def test_a_directory_symlinked_outside_the_root_is_refused_even_with_the_right_bytes(
+    local_store: LocalStore, tmp_path: Path, level: int
+) -> None:
+    data = b"contained" * 5000
+    scoped, ref = _stored(local_store, data)
+    directory = local_store.blob_path_for_tests(ALICE.tenant, ref).parents[level]
+    outside = tmp_path / "outside"
+    shutil.copytree(directory, outside)
+    shutil.rmtree(directory)
+    directory.symlink_to(outside, target_is_directory=True)
+
+    for result in (scoped.read(ref), scoped.read(ref, start=CHUNK - 1, end=CHUNK + 1)):
+        assert result.outcome is ReadOutcome.STALE
+        assert result.data is None
+    assert local_store.verify() != []
+    assert (
+        outside / local_store.blob_path_for_tests(ALICE.tenant, ref).relative_to(directory)
+    ).read_bytes() == data
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_a_blob_owned_by_another_user_is_refused(local_store: LocalStore) -> None:
+    scoped, ref = _stored(local_store, b"mine")
+    os.chown(local_store.blob_path_for_tests(ALICE.tenant, ref), os.geteuid() + 4242, -1)
+
+    result = scoped.read(ref)
+
+    assert result.outcome is ReadOutcome.STALE
+    assert result.data is None
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("corrupt", ref.digest)]
+
+
+@pytest.mark.parametrize("change", [b"", b"extra"], ids=["truncated", "appended"])
+def test_a_blob_of_the_wrong_size_is_stale(local_store: LocalStore, change: bytes) -> None:
+    data = b"sized" * 100
+    scoped, ref = _stored(local_store, data)
+    blob = local_store.blob_path_for_tests(ALICE.tenant, ref)
+    blob.write_bytes(data[:-1] if not change else data + change)
+
+    assert scoped.read(ref).outcome is ReadOutcome.STALE
+    assert scoped.read(ref, start=0, end=5).outcome is ReadOutcome.STALE
+
+
+def test_a_vanished_blob_is_stale_and_verify_reports_it_missing(local_store: LocalStore) -> None:
+    scoped, ref = _stored(local_store, b"gone soon")
+    local_store.blob_path_for_tests(ALICE.tenant, ref).unlink()
+
+    assert scoped.read(ref).outcome is ReadOutcome.STALE
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("missing_blob", ref.digest)]
+    assert [r.ref for r in scoped.artifacts()] == [ref]
+
+
+# -- verify and gc over entries the store did not make --------------------------------------
+
+
+def test_staging_leftovers_are_reported_and_only_dead_ones_are_collected(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    fresh = store_root / "staging" / "leftover-fresh"
+    dead = store_root / "staging" / "leftover-dead"
+    fresh.write_bytes(b"partial")
+    dead.write_bytes(b"partial")
+    two_hours_ago = time.time() - 7200
+    os.utime(dead, (two_hours_ago, two_hours_ago))
+
+    assert [f.kind for f in local_store.verify()] == ["staging", "staging"]
+    local_store.gc()
+
+    assert fresh.exists()
+    assert not dead.exists()
+    assert [f.kind for f in local_store.verify()] == ["staging"]
+
+
+def test_an_orphan_blob_is_reported_kept_by_gc_and_invisible_to_reads(
+    local_store: LocalStore, clock: FakeClock
+) -> None:
+    data = b"bytes no row names"
+    ref = Ref.of(data)
+    orphan = local_store.blob_path_for_tests(ALICE.tenant, ref)
+    orphan.parent.mkdir(mode=0o700, parents=True)
+    orphan.write_bytes(data)
+    ScopedStore(local_store, ALICE).put(b"expiring", ttl=10)
+    clock.advance(10)
+
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("orphan", ref.digest)]
+    assert local_store.gc().artifacts == 1
+
+    assert orphan.read_bytes() == data
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("orphan", ref.digest)]
+    assert ScopedStore(local_store, ALICE).read(ref).outcome is ReadOutcome.MISSING
+
+
+@pytest.mark.parametrize("relative", ["README.txt", "ab/notes", "0123/ab/cd", "zz/zz/not-a-digest"])
+def test_an_unknown_entry_in_objects_is_reported_and_kept(
+    local_store: LocalStore, store_root: Path, clock: FakeClock, relative: str
+) -> None:
+    _stored(local_store, b"a real artifact")
+    unknown = store_root / "objects" / relative
+    unknown.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    unknown.write_bytes(b"not ours")
+    clock.advance(2 * 86400)
+
+    assert [f.kind for f in local_store.verify()] == ["unknown"]
+    local_store.gc()
+
+    assert unknown.read_bytes() == b"not ours"
+    assert [f.kind for f in local_store.verify()] == ["unknown"]
+
+
+def test_verify_findings_never_name_a_path(local_store: LocalStore, store_root: Path) -> None:
+    _, ref = _stored(local_store, b"tampered")
+    local_store.corrupt_for_tests(ALICE.tenant, ref, 0)
+    (store_root / "staging" / "leftover").write_bytes(b"x")
+    (store_root / "objects" / "stray").write_bytes(b"x")
+
+    findings = local_store.verify()
+
+    assert sorted(f.kind for f in findings) == ["corrupt", "staging", "unknown"]
+    for finding in findings:
+        assert str(store_root) not in repr(finding)
+        assert "/" not in finding.detail
+
+
+# -- schema, default root, broken stores ----------------------------------------------------
+
+
+def test_an_index_from_a_newer_cargohold_is_refused_at_open(
+    store_root: Path, clock: FakeClock
+) -> None:
+    LocalStore(store_root, clock=clock).close()
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        db.execute("PRAGMA user_version = 99")
+        db.commit()
+
+    with pytest.raises(SchemaError):
+        LocalStore(store_root, clock=clock)
+
+
+def test_the_default_store_lives_under_the_xdg_cache_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: FakeClock
+) -> None:
+    cache = tmp_path / "my-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+
+    assert default_root() == cache / "cargohold"
+    store = open_store(None, clock=clock)
+    try:
+        assert isinstance(store, LocalStore)
+        ref = ScopedStore(store, ALICE).put(b"default").ref
+    finally:
+        store.close()
+
+    assert (cache / "cargohold" / "index.sqlite3").is_file()
+    again = LocalStore(clock=clock)
+    try:
+        assert ScopedStore(again, ALICE).read(ref).data == b"default"
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory"])
+def test_an_unusable_index_raises_a_store_error_at_open(
+    store_root: Path, clock: FakeClock, damage: str
+) -> None:
+    LocalStore(store_root, clock=clock).close()
+    index = store_root / "index.sqlite3"
+    index.unlink()
+    if damage == "garbage":
+        index.write_bytes(b"this is not a database, " * 200)
+    else:
+        index.mkdir()
+
+    with pytest.raises(StoreError) as raised:
+        LocalStore(store_root, clock=clock)
+
+    assert str(store_root) not in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_a_root_that_is_not_a_private_directory_is_refused(
+    tmp_path: Path, clock: FakeClock, kind: str
+) -> None:
+    root = tmp_path / "root"
+    if kind == "file":
+        root.write_bytes(b"")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        root.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+
+    with pytest.raises(StoreError) as raised:
+        LocalStore(root, clock=clock)
+
+    assert str(tmp_path) not in str(raised.value)
+
+
+def test_a_store_busy_past_its_timeout_is_unavailable(store_root: Path, clock: FakeClock) -> None:
+    with _opened(store_root, clock, busy_timeout=0.01) as store:
+        scoped, ref = _stored(store, b"before the lock")
+        with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as other:
+            other.execute("BEGIN EXCLUSIVE")
+            try:
+                with pytest.raises(StoreUnavailableError):
+                    scoped.put(b"while locked")
+                assert scoped.read(ref).data == b"before the lock"  # WAL: readers go on
+            finally:
+                other.rollback()
+        assert scoped.put(b"after the lock").blob_written
+
+
+# -- no untranslated exception escapes a public verb ----------------------------------------
+
+Verb = Callable[[LocalStore, Ref], object]
+
+VERBS: dict[str, Verb] = {
+    "put-new": lambda s, r: s.put(ALICE, b"new bytes", _request()),
+    "put-existing": lambda s, r: s.put(ALICE, b"stored bytes" * 9000, _request()),
+    "stat": lambda s, r: s.stat(ALICE, r),
+    "read": lambda s, r: s.read(ALICE, r),
+    "read-range": lambda s, r: s.read(ALICE, r, start=CHUNK - 1, end=CHUNK + 1),
+    "artifacts": lambda s, r: s.artifacts(ALICE),
+    "usage": lambda s, r: s.usage(ALICE),
+    "store-usage": lambda s, r: s.store_usage(),
+    "gc-dry-run": lambda s, r: s.gc(dry_run=True),
+    "gc": lambda s, r: s.gc(),
+    "verify": lambda s, r: s.verify(),
+    "close": lambda s, r: s.close(),
+}
+
+
+def _request() -> PutRequest:
+    return PutRequest(ttl=10)
+
+
+def _remove_root(store: LocalStore, root: Path) -> None:
+    shutil.rmtree(root)
+
+
+def _replace_with_file(name: str) -> Callable[[LocalStore, Path], None]:
+    def damage(store: LocalStore, root: Path) -> None:
+        shutil.rmtree(root / name)
+        (root / name).write_bytes(b"in the way")
+
+    return damage
+
+
+def _close(store: LocalStore, root: Path) -> None:
+    store.close()
+
+
+def _overwrite_index(store: LocalStore, root: Path) -> None:
+    """Garbage over the index and its WAL, in place, under the live connection."""
+    for name in ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"):
+        path = root / name
+        with contextlib.suppress(FileNotFoundError), path.open("r+b") as handle:
+            handle.write(b"\xa5" * path.stat().st_size)
+
+
+DAMAGE: dict[str, Callable[[LocalStore, Path], None]] = {
+    "root-removed": _remove_root,
+    "staging-is-a-file": _replace_with_file("staging"),
+    "objects-is-a-file": _replace_with_file("objects"),
+    "index-overwritten": _overwrite_index,
+    "closed": _close,
+}
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_no_public_verb_lets_an_untranslated_error_escape(
+    store_root: Path, clock: FakeClock, damage: str, verb: str
+) -> None:
+    store = LocalStore(store_root, clock=clock)
+    try:
+        ref = ScopedStore(store, ALICE).put(b"stored bytes" * 9000, ttl=5).ref
+        ScopedStore(store, ALICE).put(b"expired bytes", ttl=1)
+        clock.advance(2)
+        DAMAGE[damage](store, store_root)
+        raised: CargoholdError | None = None
+        try:
+            VERBS[verb](store, ref)
+        except (sqlite3.Error, OSError) as exc:
+            pytest.fail(f"an untranslated {type(exc).__name__} escaped {verb}")
+        except CargoholdError as exc:
+            raised = exc
+        if raised is not None:
+            assert str(store_root) not in str(raised)
+            cause = str(raised.__cause__ or "")
+            assert not cause or cause not in str(raised)
+    finally:
+        with contextlib.suppress(CargoholdError):
+            store.close()
+
+
+@pytest.mark.parametrize("verb", [v for v in VERBS if v != "close"])
+def test_an_index_damaged_under_a_live_handle_raises_store_error_from_every_verb(
+    local_store: LocalStore, store_root: Path, verb: str
+) -> None:
+    ref = ScopedStore(local_store, ALICE).put(b"stored bytes" * 9000).ref
+    _overwrite_index(local_store, store_root)
+
+    with pytest.raises(StoreError) as raised:
+        VERBS[verb](local_store, ref)
+
+    assert str(store_root) not in str(raised.value)
+
+
+CLOSED_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="put/artifacts/usage/store_usage/verify query the closed connection and surface "
+    "StoreError('damaged') instead of UsageError('closed'); reported with the fix",
+)
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        pytest.param(v, marks=CLOSED_BUG)
+        if v in ("put-new", "put-existing", "artifacts", "usage", "store-usage", "verify")
+        else v
+        for v in VERBS
+        if v != "close"
+    ],
+)
+def test_every_verb_of_a_closed_store_is_a_usage_error(local_store: LocalStore, verb: str) -> None:
+    ref = ScopedStore(local_store, ALICE).put(b"stored bytes" * 9000).ref
+    local_store.close()
+
+    with pytest.raises(UsageError):
+        VERBS[verb](local_store, ref)
