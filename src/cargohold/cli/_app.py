@@ -1,0 +1,497 @@
+"""The ``cargohold`` command group and its store plumbing commands.
+
+Every command resolves the global options once (:class:`~cargohold.cli._context.App`), works
+through a :class:`~cargohold.ScopedStore` bound to one scope, and ends in an exit status from the
+one table in :mod:`cargohold.cli._exit`. An error is one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import mimetypes
+import sys
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+import click
+
+from cargohold import __version__
+from cargohold._errors import LimitExceededError
+from cargohold._records import Sensitivity
+from cargohold.cli._context import App, fail_outcome, get_app
+from cargohold.cli._demo import demo
+from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
+from cargohold.cli._progress import ProgressBar
+from cargohold.cli._render import human_bytes, record_fields
+
+_COMPRESSED = {
+    "gzip": "application/gzip",
+    "bzip2": "application/x-bzip2",
+    "xz": "application/x-xz",
+    "br": "application/x-brotli",
+    "compress": "application/x-compress",
+}
+
+
+class _Group(click.Group):
+    """A group that turns every error into one stderr line and its exit status."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                if isinstance(ctx.obj, App):
+                    ctx.obj.close()
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # `cargohold cat REF | head`: click quiets the pipe
+                raise
+            click.echo(error_line(exc), err=True)
+            ctx.exit(int(exit_code_for(exc)))
+        except Exception as exc:
+            click.echo(error_line(exc), err=True)
+            ctx.exit(int(exit_code_for(exc)))
+
+
+@click.group(
+    cls=_Group,
+    epilog=EXIT_CODES_HELP,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--store",
+    metavar="URL",
+    help="Store to use: memory://, a directory path or file:// URL. "
+    "Default: $CARGOHOLD_STORE, then the config file, then the embedded local store "
+    "in your cache directory.",
+)
+@click.option("--tenant", help="Tenant of this scope (else $CARGOHOLD_TENANT, config, 'local').")
+@click.option("--user", help="User of this scope (else $CARGOHOLD_USER, config, your login name).")
+@click.option(
+    "--session", help="Session of this scope (else $CARGOHOLD_SESSION, config, 'default')."
+)
+@click.option(
+    "--config",
+    "config_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Read this cargohold.toml or pyproject.toml instead of searching for one "
+    "(also $CARGOHOLD_CONFIG).",
+)
+@click.version_option(__version__, prog_name="cargohold")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    store: str | None,
+    tenant: str | None,
+    user: str | None,
+    session: str | None,
+    config_file: str | None,
+) -> None:
+    """Keep heavy tool output out of an LLM's context, without losing a byte.
+
+    cargohold stores exact bytes in a content-addressed, owner-scoped store and hands back a
+    reference (artifact://sha256/<64 hex>). The bytes come back only through a verified read.
+    Every command works in one scope: a tenant, a user and a session; an artifact of another
+    session is not readable from this one.
+
+    \b
+    Examples:
+      cargohold demo                           # the main job, step by step
+      cargohold put orders.json                # prints artifact://sha256/...
+      my-tool | cargohold put - --tool my-tool --kind log
+      cargohold cat artifact://sha256/<hex> --range 0:4096
+      cargohold --session run-7 ls
+    """
+    overrides = {"store": store, "tenant": tenant, "user": user, "session": session}
+    ctx.obj = App(overrides, config_file)
+
+
+# -- put ----------------------------------------------------------------------------------------
+
+
+def _guess_media_type(name: str) -> str | None:
+    media_type, encoding = mimetypes.guess_type(name, strict=False)
+    if encoding is not None:
+        # `report.json.gz` holds gzip bytes, not JSON: the media type names the bytes stored.
+        return _COMPRESSED.get(encoding, "application/octet-stream")
+    return media_type
+
+
+def _read_input(handle: IO[bytes], limit: int) -> bytes:
+    # Read one byte past the limit, never the whole of an oversized input.
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise LimitExceededError(
+            f"input is over the {limit}-byte limit per artifact", reason="artifact_too_large"
+        )
+    return data
+
+
+@cli.command()
+@click.argument("file", metavar="FILE|-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--media-type",
+    metavar="TYPE/SUBTYPE",
+    help="Media type of the bytes. Default: guessed from FILE's name, else "
+    "application/octet-stream.",
+)
+@click.option("--kind", help="A short label of what the artifact is (json, log, diff...).")
+@click.option("--tool", help="Name of the tool that produced the bytes.")
+@click.option(
+    "--ttl",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Keep the artifact this long (default and maximum come from the configuration: "
+    "24 h and 7 days unless changed).",
+)
+@click.option(
+    "--sensitivity",
+    type=click.Choice([s.value for s in Sensitivity]),
+    default=Sensitivity.INTERNAL.value,
+    show_default=True,
+    help="How private the bytes are. secret, credential and raw_auth are always refused (exit 8).",
+)
+def put(
+    file: str,
+    media_type: str | None,
+    kind: str | None,
+    tool: str | None,
+    ttl: float | None,
+    sensitivity: str,
+) -> None:
+    """Store FILE (or stdin, with -) and print its reference.
+
+    The exact bytes are stored durably before the reference is printed, on stdout, one line.
+    Storing the same bytes again in the same scope prints the same reference and writes nothing
+    (stderr says "existing").
+
+    \b
+    Examples:
+      cargohold put build.log --tool pytest --kind log
+      curl -s https://example.org/data.json | cargohold put - --media-type application/json
+    """
+    app = get_app()
+    limit = app.settings.limits.max_artifact_bytes
+    try:
+        with click.open_file(file, "rb") as handle:
+            data = _read_input(handle, limit)
+    except OSError as exc:
+        # The path is the caller's own argument, not the store's; the OS text is its strerror only.
+        reason = exc.strerror or type(exc).__name__
+        click.echo(
+            f"cargohold: error: cannot read {click.format_filename(file)}: {reason}", err=True
+        )
+        bad_argument = isinstance(exc, FileNotFoundError | IsADirectoryError | NotADirectoryError)
+        raise click.exceptions.Exit(
+            int(ExitCode.USAGE if bad_argument else ExitCode.ERROR)
+        ) from None
+    if media_type is None and file != "-":
+        media_type = _guess_media_type(file)
+    result = app.scoped.put(
+        data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
+    )
+    click.echo(str(result.ref))
+    if result.existing:
+        click.echo("cargohold: existing: already stored in this scope; nothing written", err=True)
+    elif not result.blob_written:
+        click.echo(
+            "cargohold: recorded for this scope; the bytes were already stored (no second write)",
+            err=True,
+        )
+
+
+# -- cat ----------------------------------------------------------------------------------------
+
+
+def _parse_range(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[int, int | None] | None:
+    if value is None:
+        return None
+    start_text, sep, end_text = value.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        start = int(start_text) if start_text.strip() else 0
+        end = int(end_text) if end_text.strip() else None
+    except ValueError:
+        raise click.BadParameter("expected START:END, e.g. 0:4096, 100: or :4096") from None
+    if start < 0 or (end is not None and end < start):
+        raise click.BadParameter("START and END are byte offsets, 0 <= START <= END")
+    return start, end
+
+
+@cli.command()
+@click.argument("ref")
+@click.option(
+    "--range",
+    "span",
+    metavar="START:END",
+    callback=_parse_range,
+    help="Only bytes START (inclusive) to END (exclusive); either side may be left out.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Refuse (exit 7, nothing written) when the answer would be longer than N bytes.",
+)
+def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) -> None:
+    """Write the exact, verified bytes of REF to stdout.
+
+    A whole read checks the SHA-256 of the whole body; a range read re-hashes only the chunks it
+    touches. Bytes that no longer match their digest are never written (exit 5).
+
+    \b
+    Examples:
+      cargohold cat artifact://sha256/<hex> > copy.json
+      cargohold cat artifact://sha256/<hex> --range :4096
+      cargohold cat artifact://sha256/<hex> --range 100: --max-bytes 32768
+    """
+    start, end = span if span is not None else (0, None)
+    result = get_app().scoped.read(ref, start=start, end=end, max_bytes=max_bytes)
+    if not result.ok or result.data is None:
+        raise fail_outcome(result)
+    sys.stdout.flush()  # anything already written as text goes first
+    sys.stdout.buffer.write(result.data)
+    sys.stdout.buffer.flush()
+
+
+# -- show, ls, du -------------------------------------------------------------------------------
+
+
+def _echo_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def show(ref: str, as_json: bool) -> None:
+    """Show the metadata of REF, without reading its bytes.
+
+    Shows size, media type, kind, producing tool, sensitivity, whether the body is complete,
+    when it was created and when it expires (UTC), and its classification. An expired artifact
+    is shown, and the exit status is 6.
+
+    \b
+    Example:
+      cargohold show artifact://sha256/<hex> --json
+    """
+    result = get_app().scoped.stat(ref)
+    record = result.record
+    if record is None:
+        raise fail_outcome(result)
+    fields = record_fields(record, now=time.time())
+    if as_json:
+        _echo_json(fields)
+    else:
+        size = f"{record.size:,} bytes ({human_bytes(record.size)})"
+        expires = fields["expires"] + (
+            "  " + click.style("expired", fg="red") if fields["expired"] else ""
+        )
+        rows = [
+            ("ref", fields["ref"]),
+            ("size", size),
+            ("media type", record.media_type),
+            ("kind", _dash(record.kind)),
+            ("tool", _dash(record.tool)),
+            ("sensitivity", record.sensitivity.value),
+            ("complete", "yes" if record.complete else "no (truncated by its producer)"),
+            ("created", fields["created"]),
+            ("expires", expires),
+            ("classification", _dash(record.classification)),
+        ]
+        for label, value in rows:
+            click.echo(f"{click.style(f'{label:<15}', dim=True)}{value}")
+    if not result.ok:
+        raise fail_outcome(result)
+
+
+@cli.command(name="ls")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array, oldest first.")
+def list_(as_json: bool) -> None:
+    """List this scope's artifacts, oldest first, marking expired ones.
+
+    \b
+    Examples:
+      cargohold ls
+      cargohold --session run-7 ls --json
+    """
+    now = time.time()
+    records = [record_fields(r, now=now) for r in get_app().scoped.artifacts()]
+    if as_json:
+        _echo_json(records)
+        return
+    if not records:
+        click.echo("cargohold: no artifacts in this scope", err=True)
+        return
+    columns = [
+        [
+            r["ref"],
+            human_bytes(r["size"]),
+            r["media_type"],
+            _dash(r["kind"]),
+            _dash(r["tool"]),
+            r["expires"],
+        ]
+        for r in records
+    ]
+    header = ["REF", "SIZE", "MEDIA TYPE", "KIND", "TOOL", "EXPIRES"]
+    widths = [max(len(row[i]) for row in [header, *columns]) for i in range(len(header))]
+    click.echo(click.style(_row(header, widths), bold=True))
+    for record, row in zip(records, columns, strict=True):
+        line = _row(row, widths)
+        if record["expired"]:
+            line += "  " + click.style("expired", fg="red")
+        click.echo(line)
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def du(as_json: bool) -> None:
+    """Show what this session holds, and what the whole store holds, against their limits.
+
+    A session counts its unexpired artifacts; the store counts distinct blobs until gc removes
+    them.
+
+    \b
+    Example:
+      cargohold du --json
+    """
+    app = get_app()
+    limits = app.settings.limits
+    session = app.scoped.usage()
+    store = app.store.store_usage()
+    report = {
+        "session": {
+            "objects": session.objects,
+            "bytes": session.bytes,
+            "max_objects": limits.session_objects,
+            "max_bytes": limits.session_bytes,
+        },
+        "store": {
+            "objects": store.objects,
+            "bytes": store.bytes,
+            "max_objects": limits.store_objects,
+            "max_bytes": limits.store_bytes,
+        },
+    }
+    if as_json:
+        _echo_json(report)
+        return
+    click.echo(
+        f"session  {session.objects:,} of {limits.session_objects:,} artifacts, "
+        f"{human_bytes(session.bytes)} of {human_bytes(limits.session_bytes)} (unexpired)"
+    )
+    click.echo(
+        f"store    {store.objects:,} of {limits.store_objects:,} blobs, "
+        f"{human_bytes(store.bytes)} of {human_bytes(limits.store_bytes)} (until gc)"
+    )
+
+
+# -- gc, verify ---------------------------------------------------------------------------------
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def gc(dry_run: bool, as_json: bool) -> None:
+    """Remove expired artifacts, and the bytes no live artifact names, from the whole store.
+
+    Explicit and deterministic: nothing is ever removed in the background, and only expired
+    objects inside the managed store are removed. Corrupt or unknown entries are kept (see
+    `cargohold verify`).
+
+    \b
+    Examples:
+      cargohold gc --dry-run
+      cargohold gc
+    """
+    with ProgressBar("removing expired blobs") as bar:
+        report = get_app().store.gc(dry_run=dry_run, progress=bar)
+    if as_json:
+        _echo_json(
+            {
+                "dry_run": report.dry_run,
+                "artifacts": report.artifacts,
+                "blobs": report.blobs,
+                "bytes": report.bytes,
+            }
+        )
+        return
+    if report.artifacts == 0:
+        click.echo("nothing to remove: no expired artifacts")
+        return
+    verb = "would remove" if dry_run else "removed"
+    click.echo(
+        f"{verb} {_plural(report.artifacts, 'expired artifact')} and "
+        f"{_plural(report.blobs, 'blob')} ({human_bytes(report.bytes)})"
+    )
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def verify(as_json: bool) -> None:
+    """Re-hash every blob in the store and report what is wrong; exit 1 when anything is.
+
+    Findings: corrupt (bytes do not match their digest), missing_blob (a record whose bytes are
+    gone), orphan (bytes no record names), unknown (an entry the store did not make), staging
+    (a leftover of an interrupted write). Nothing is deleted or repaired.
+
+    \b
+    Example:
+      cargohold verify --json
+    """
+    app = get_app()
+    with ProgressBar("verifying blobs") as bar:
+        findings = app.store.verify(progress=bar)
+    blobs = bar.total or app.store.store_usage().objects
+    rows = [
+        {
+            "kind": f.kind,
+            "ref": None if f.digest is None else f"artifact://sha256/{f.digest}",
+            "detail": f.detail,
+        }
+        for f in findings
+    ]
+    if as_json:
+        _echo_json({"clean": not findings, "blobs": blobs, "findings": rows})
+    elif not findings:
+        click.echo(f"clean: {_plural(blobs, 'blob')} verified, nothing wrong")
+    else:
+        for row in rows:
+            click.echo(f"{row['kind']:<12} {_dash(row['ref']):<82} {row['detail']}")
+        click.echo(f"{_plural(len(rows), 'finding')}; nothing was deleted", err=True)
+    if findings:
+        raise click.exceptions.Exit(int(ExitCode.ERROR))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: run the group, return the exit status (never a traceback)."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="cargohold")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else int(ExitCode.ERROR))
+    return 0
+
+
+cli.add_command(demo)

@@ -1,0 +1,84 @@
+"""Per-invocation state of the command line: settings resolved once, the store opened on demand."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from cargohold._config import Settings, load_settings
+from cargohold._facade import ScopedStore
+from cargohold._records import ReadResult
+from cargohold.cli._exit import OUTCOME_EXIT
+from cargohold.cli._render import outcome_message
+from cargohold.store import StoreBackend, open_store
+
+
+class App:
+    """What the group's global options resolve to.
+
+    Nothing is resolved or opened in the group callback itself: ``cargohold put --help`` must work
+    with a broken configuration, and must not create a store directory.
+
+    Args:
+        overrides: The global options given on the command line (``None`` when absent).
+        config_file: The ``--config`` file, if any.
+    """
+
+    def __init__(
+        self, overrides: Mapping[str, Any], config_file: str | os.PathLike[str] | None
+    ) -> None:
+        self._overrides = dict(overrides)
+        self._config_file = config_file
+        self._settings: Settings | None = None
+        self._store: StoreBackend | None = None
+        self._scoped: ScopedStore | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The settings, resolved once: options > environment > file > defaults."""
+        if self._settings is None:
+            self._settings = load_settings(self._overrides, config_file=self._config_file)
+        return self._settings
+
+    @property
+    def store(self) -> StoreBackend:
+        """The store the settings name, opened on first use and closed when the command ends."""
+        if self._store is None:
+            settings = self.settings
+            self._store = open_store(settings.store, limits=settings.limits)
+        return self._store
+
+    @property
+    def scoped(self) -> ScopedStore:
+        """The store bound to the settings' scope."""
+        if self._scoped is None:
+            self._scoped = ScopedStore(self.store, self.settings.scope())
+        return self._scoped
+
+    @property
+    def default_store(self) -> bool:
+        """Whether the store is the embedded default (no URL named anywhere)."""
+        return self.settings.store is None
+
+    def close(self) -> None:
+        """Close the store if it was opened. Idempotent."""
+        store, self._store, self._scoped = self._store, None, None
+        if store is not None:
+            store.close()
+
+
+def get_app() -> App:
+    """The :class:`App` the group callback set up for the running command."""
+    app = click.get_current_context().find_root().obj
+    if not isinstance(app, App):
+        raise RuntimeError("the cargohold group callback did not run")
+    return app
+
+
+def fail_outcome(result: ReadResult) -> click.exceptions.Exit:
+    """Report a read that did not resolve (one stderr line) and build its exit."""
+    click.echo(outcome_message(result.outcome, result.ref), err=True)
+    return click.exceptions.Exit(int(OUTCOME_EXIT[result.outcome]))

@@ -1,0 +1,77 @@
+"""Exit statuses of the command line, and the one table that maps outcomes and errors to them."""
+
+from __future__ import annotations
+
+import enum
+
+from cargohold._errors import (
+    CargoholdError,
+    ReadError,
+    RejectedError,
+    UsageError,
+)
+from cargohold._records import ReadOutcome
+
+
+class ExitCode(enum.IntEnum):
+    """The exit status of every ``cargohold`` command. Scripts branch on these, never on text."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    MISSING = 3
+    UNAUTHORIZED = 4
+    STALE = 5
+    EXPIRED = 6
+    OVER_BUDGET = 7
+    REJECTED = 8
+
+
+OUTCOME_EXIT: dict[ReadOutcome, ExitCode] = {
+    ReadOutcome.RESOLVED: ExitCode.OK,
+    ReadOutcome.MISSING: ExitCode.MISSING,
+    ReadOutcome.UNAUTHORIZED: ExitCode.UNAUTHORIZED,
+    ReadOutcome.STALE: ExitCode.STALE,
+    ReadOutcome.EXPIRED: ExitCode.EXPIRED,
+    ReadOutcome.OVER_BUDGET: ExitCode.OVER_BUDGET,
+}
+"""Read outcome -> exit status: the one table every reading command uses."""
+
+EXIT_CODES_HELP = """\b
+Exit status:
+  0  success
+  1  other error (the store is unavailable or damaged; verify found problems)
+  2  usage: bad arguments, configuration or reference
+  3  missing: no such artifact in this scope
+  4  unauthorized: the artifact belongs to another session
+  5  stale: the stored bytes no longer match the reference's digest
+  6  expired: the artifact's TTL has passed
+  7  over budget: the answer is longer than --max-bytes
+  8  rejected: over a size limit or quota, or a refused sensitivity"""
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The exit status of an error that reached the command line."""
+    if isinstance(exc, ReadError):
+        try:
+            return OUTCOME_EXIT[ReadOutcome(exc.outcome)]
+        except ValueError:
+            return ExitCode.ERROR
+    if isinstance(exc, UsageError):
+        return ExitCode.USAGE
+    if isinstance(exc, RejectedError):
+        return ExitCode.REJECTED
+    return ExitCode.ERROR
+
+
+def error_line(exc: BaseException) -> str:
+    """One safe line for stderr.
+
+    cargohold's own messages are written to hold no body, store path or owner identity, so they
+    are shown; any other exception is named by its class only, since its text may hold a path.
+    """
+    if isinstance(exc, CargoholdError):
+        text = " ".join(str(exc).split()) or exc.code
+    else:
+        text = f"unexpected {type(exc).__name__}; nothing more is shown, as its text may hold paths"
+    return f"cargohold: error: {text}"

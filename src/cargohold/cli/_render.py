@@ -1,0 +1,61 @@
+"""Plain formatting shared by the commands: sizes, times, records as dicts. No rich here."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from cargohold._records import ArtifactRecord, ReadOutcome
+from cargohold._ref import Ref
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+def iso_utc(timestamp: float) -> str:
+    """``2026-01-02T08:14:03Z``: seconds since the epoch as an ISO 8601 UTC time."""
+    moment = dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def human_bytes(size: int) -> str:
+    """``512 B``, ``47.6 KiB``, ``16.0 MiB``: binary units, one decimal."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in _UNITS:
+        value /= 1024
+        if value < 1024 or unit == _UNITS[-1]:
+            break
+    return f"{value:.1f} {unit}"
+
+
+def record_fields(record: ArtifactRecord, *, now: float) -> dict[str, Any]:
+    """What an owner may see of a record, JSON-ready. Never the owner scope nor attribution ids."""
+    return {
+        "ref": str(record.ref),
+        "size": record.size,
+        "media_type": record.media_type,
+        "kind": record.kind,
+        "tool": record.tool,
+        "sensitivity": record.sensitivity.value,
+        "complete": record.complete,
+        "created": iso_utc(record.created),
+        "expires": iso_utc(record.expires),
+        "expired": record.expires <= now,
+        "classification": record.classification,
+    }
+
+
+def outcome_message(outcome: ReadOutcome, ref: Ref) -> str:
+    """The one stderr line for a read that did not resolve. A reference holds no owner or path."""
+    texts = {
+        ReadOutcome.MISSING: f"no artifact {ref} in this scope (missing)",
+        ReadOutcome.UNAUTHORIZED: f"artifact {ref} is not readable in this session (unauthorized)",
+        ReadOutcome.STALE: (
+            f"the stored bytes of {ref} no longer match its digest (stale); nothing was returned;"
+            " run `cargohold verify`"
+        ),
+        ReadOutcome.EXPIRED: f"artifact {ref} has expired; `cargohold gc` will remove it",
+        ReadOutcome.OVER_BUDGET: f"the answer from {ref} is longer than --max-bytes (over budget)",
+    }
+    return "cargohold: error: " + texts.get(outcome, f"read of {ref} was {outcome.value}")

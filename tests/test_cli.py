@@ -1,0 +1,705 @@
+"""The ``cargohold`` command line, driven in-process through click's CliRunner.
+
+One test runs the real console script in a subprocess, since the process boundary (binary stdin and
+stdout, the exit status) is what it checks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import cargohold
+from cargohold.cli import OUTCOME_EXIT, ExitCode, cli, main
+from cargohold.cli._demo import SAMPLE, sample_bytes
+
+TENANT = "tenant-q7x41"
+USER = "user-k2m93"
+SESSION = "session-z9w55"
+OWNER_PARTS = (TENANT, USER, SESSION)
+DAY = 86400.0
+
+# Binary bytes that a text layer would damage: NUL, CR/LF pairs, invalid UTF-8, and longer than
+# one 64 KiB chunk, so range reads cross a chunk boundary.
+BINARY = bytes(range(256)) * 400 + b"\r\n\x00\xff\xfe\r"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith("CARGOHOLD_"):
+            monkeypatch.delenv(name)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # no cargohold.toml or pyproject.toml to discover
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def run(
+    root: Path,
+    *args: str,
+    input: bytes | None = None,
+    session: str = SESSION,
+    tenant: str = TENANT,
+) -> Result:
+    scope = ["--tenant", tenant, "--user", USER, "--session", session]
+    return CliRunner().invoke(
+        cli, ["--store", str(root), *scope, *args], input=input, catch_exceptions=False
+    )
+
+
+def put(root: Path, data: bytes, *args: str) -> cargohold.Ref:
+    result = run(root, "put", "-", *args, input=data)
+    assert result.exit_code == ExitCode.OK
+    return cargohold.Ref.parse(result.stdout.strip())
+
+
+def put_expired(root: Path, data: bytes) -> cargohold.Ref:
+    """Write through a store whose clock is two days behind: the default 24 h TTL has passed."""
+    store = cargohold.LocalStore(root, clock=lambda: time.time() - 2 * DAY)
+    try:
+        scoped = cargohold.ScopedStore(store, cargohold.Scope(TENANT, USER, SESSION))
+        return scoped.put(data, media_type="text/plain").ref
+    finally:
+        store.close()
+
+
+def json_out(result: Result) -> Any:
+    assert result.exit_code == ExitCode.OK
+    return json.loads(result.stdout)
+
+
+# -- put and cat --------------------------------------------------------------------------------
+
+
+def test_put_of_a_file_then_cat_returns_the_exact_binary_bytes(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "blob.bin"
+    source.write_bytes(BINARY)
+
+    stored = run(root, "put", str(source))
+    ref = stored.stdout.strip()
+    read = run(root, "cat", ref)
+
+    assert stored.exit_code == ExitCode.OK
+    assert stored.stdout == f"{cargohold.Ref.of(BINARY)}\n"
+    assert read.exit_code == ExitCode.OK
+    assert read.stdout_bytes == BINARY
+
+
+def test_put_reads_stdin_when_the_file_is_a_dash(root: Path) -> None:
+    ref = put(root, BINARY)
+
+    assert ref == cargohold.Ref.of(BINARY)
+    assert run(root, "cat", str(ref)).stdout_bytes == BINARY
+
+
+def test_empty_input_is_stored_and_read_back_empty(root: Path) -> None:
+    ref = put(root, b"")
+
+    read = run(root, "cat", str(ref))
+
+    assert read.exit_code == ExitCode.OK
+    assert read.stdout_bytes == b""
+
+
+def test_putting_the_same_bytes_again_gives_the_same_reference_and_one_blob(root: Path) -> None:
+    first = put(root, BINARY)
+    second = put(root, BINARY)
+
+    usage = json_out(run(root, "du", "--json"))
+
+    assert first == second
+    assert usage == {
+        "session": {
+            "objects": 1,
+            "bytes": len(BINARY),
+            "max_objects": cargohold.Limits().session_objects,
+            "max_bytes": cargohold.Limits().session_bytes,
+        },
+        "store": {
+            "objects": 1,
+            "bytes": len(BINARY),
+            "max_objects": cargohold.Limits().store_objects,
+            "max_bytes": cargohold.Limits().store_bytes,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("span", "expected"),
+    [
+        ("100:", slice(100, None)),
+        (":4096", slice(0, 4096)),
+        ("100:200", slice(100, 200)),
+        ("65000:70000", slice(65000, 70000)),  # crosses the 64 KiB chunk boundary
+        (f"{len(BINARY) - 3}:{len(BINARY) + 50}", slice(len(BINARY) - 3, None)),  # clipped
+        (":", slice(None)),
+    ],
+)
+def test_cat_with_a_range_writes_exactly_that_slice(root: Path, span: str, expected: slice) -> None:
+    ref = put(root, BINARY)
+
+    read = run(root, "cat", str(ref), "--range", span)
+
+    assert read.exit_code == ExitCode.OK
+    assert read.stdout_bytes == BINARY[expected]
+
+
+@pytest.mark.parametrize("span", ["100", "a:b", "5:2", "-1:4", "1:2:3"])
+def test_a_malformed_range_is_a_usage_error(root: Path, span: str) -> None:
+    ref = put(root, BINARY)
+
+    read = run(root, "cat", str(ref), "--range", span)
+
+    assert read.exit_code == ExitCode.USAGE
+    assert read.stdout_bytes == b""
+
+
+def test_put_guesses_the_media_type_from_the_file_name(root: Path, tmp_path: Path) -> None:
+    names = {
+        "orders.json": "application/json",
+        "table.csv": "text/csv",
+        "orders.json.gz": "application/gzip",
+        "no_suffix": "application/octet-stream",
+    }
+    seen = {}
+    for index, name in enumerate(names):
+        path = tmp_path / name
+        path.write_bytes(b"content %d" % index)
+        ref = run(root, "put", str(path)).stdout.strip()
+        seen[name] = json_out(run(root, "show", ref, "--json"))["media_type"]
+
+    assert seen == names
+
+
+def test_an_explicit_media_type_wins_over_the_guess(root: Path, tmp_path: Path) -> None:
+    path = tmp_path / "data.json"
+    path.write_bytes(b"a,b\n1,2\n")
+
+    ref = run(root, "put", str(path), "--media-type", "text/csv; charset=UTF-8").stdout.strip()
+
+    assert json_out(run(root, "show", ref, "--json"))["media_type"] == "text/csv; charset=utf-8"
+
+
+def test_put_of_a_missing_file_is_a_usage_error(root: Path, tmp_path: Path) -> None:
+    result = run(root, "put", str(tmp_path / "absent.bin"))
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+
+
+# -- show, ls, du -------------------------------------------------------------------------------
+
+
+def test_show_json_gives_the_metadata_and_never_the_owner(root: Path) -> None:
+    ref = put(
+        root,
+        b'{"rows": []}',
+        "--media-type",
+        "application/json",
+        "--kind",
+        "json",
+        "--tool",
+        "list_orders",
+        "--ttl",
+        "3600",
+        "--sensitivity",
+        "restricted",
+    )
+
+    shown = json_out(run(root, "show", str(ref), "--json"))
+    assert isinstance(shown, dict)
+    created = dt.datetime.fromisoformat(shown.pop("created"))
+    expires = dt.datetime.fromisoformat(shown.pop("expires"))
+
+    assert shown == {
+        "ref": str(ref),
+        "size": len(b'{"rows": []}'),
+        "media_type": "application/json",
+        "kind": "json",
+        "tool": "list_orders",
+        "sensitivity": "restricted",
+        "complete": True,
+        "expired": False,
+        "classification": None,
+    }
+    assert created.utcoffset() == dt.timedelta(0)
+    assert (expires - created).total_seconds() == pytest.approx(3600, abs=1)
+    assert created.timestamp() <= time.time()
+
+
+def test_no_output_of_any_command_names_the_owner_or_the_store_path(root: Path) -> None:
+    ref = put(root, BINARY, "--tool", "t")
+    other_ref = put(root, b"another session's", "--tool", "t")
+    cargohold.LocalStore(root).corrupt_for_tests(TENANT, other_ref)
+    runs = [
+        run(root, "put", "-", input=BINARY),
+        run(root, "show", str(ref)),
+        run(root, "show", str(ref), "--json"),
+        run(root, "ls"),
+        run(root, "ls", "--json"),
+        run(root, "du"),
+        run(root, "du", "--json"),
+        run(root, "cat", str(other_ref)),
+        run(root, "cat", str(ref), session="session-other"),
+        run(root, "cat", "artifact://sha256/" + "0" * 64),
+        run(root, "gc", "--dry-run"),
+        run(root, "verify"),
+        run(root, "verify", "--json"),
+        run(root, "demo"),
+        run(root, "put", "-", "--sensitivity", "secret", input=b"x"),
+    ]
+
+    for result in runs:
+        text = result.stdout_bytes + result.stderr_bytes
+        for secret in (*OWNER_PARTS, str(root)):
+            assert secret.encode() not in text
+        assert b"Traceback" not in text
+
+
+def test_ls_lists_this_scope_only_and_marks_expired_artifacts(root: Path) -> None:
+    old = put_expired(root, b"old bytes")
+    new = put(root, b"new bytes")
+    run(root, "put", "-", session="session-other", input=b"other session")
+
+    listed = json_out(run(root, "ls", "--json"))
+    text = run(root, "ls").stdout.splitlines()
+
+    assert isinstance(listed, list)
+    assert [(r["ref"], r["expired"]) for r in listed] == [(str(old), True), (str(new), False)]
+    old_line = next(line for line in text if str(old) in line)
+    new_line = next(line for line in text if str(new) in line)
+    assert old_line.rstrip().endswith("expired")
+    assert not new_line.rstrip().endswith("expired")
+
+
+def test_ls_of_an_empty_scope_prints_nothing_on_stdout(root: Path) -> None:
+    plain = run(root, "ls")
+
+    assert plain.exit_code == ExitCode.OK
+    assert plain.stdout == ""
+    assert json_out(run(root, "ls", "--json")) == []
+
+
+def test_du_reports_limits_from_the_configuration(root: Path, tmp_path: Path) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text("session_objects = 5\nstore_bytes = 1048576\n")
+    put(root, b"abc")
+
+    usage = json_out(run(root, "--config", str(config), "du", "--json"))
+
+    assert usage == {
+        "session": {
+            "objects": 1,
+            "bytes": 3,
+            "max_objects": 5,
+            "max_bytes": cargohold.Limits().session_bytes,
+        },
+        "store": {
+            "objects": 1,
+            "bytes": 3,
+            "max_objects": cargohold.Limits().store_objects,
+            "max_bytes": 1048576,
+        },
+    }
+
+
+def test_the_scope_comes_from_the_environment_and_options_win(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_STORE", str(root))
+    monkeypatch.setenv("CARGOHOLD_TENANT", TENANT)
+    monkeypatch.setenv("CARGOHOLD_USER", USER)
+    monkeypatch.setenv("CARGOHOLD_SESSION", "from-env")
+    runner = CliRunner()
+    stored = runner.invoke(cli, ["put", "-"], input=b"env scoped", catch_exceptions=False)
+    ref = stored.stdout.strip()
+
+    by_env = runner.invoke(cli, ["cat", ref], catch_exceptions=False)
+    by_option = runner.invoke(cli, ["--session", SESSION, "cat", ref], catch_exceptions=False)
+
+    assert by_env.exit_code == ExitCode.OK
+    assert by_env.stdout_bytes == b"env scoped"
+    assert by_option.exit_code == ExitCode.UNAUTHORIZED
+
+
+# -- exit statuses ------------------------------------------------------------------------------
+
+
+def test_every_read_outcome_has_its_own_exit_status() -> None:
+    assert set(OUTCOME_EXIT) == set(cargohold.ReadOutcome)
+    assert OUTCOME_EXIT == {
+        cargohold.ReadOutcome.RESOLVED: 0,
+        cargohold.ReadOutcome.MISSING: 3,
+        cargohold.ReadOutcome.UNAUTHORIZED: 4,
+        cargohold.ReadOutcome.STALE: 5,
+        cargohold.ReadOutcome.EXPIRED: 6,
+        cargohold.ReadOutcome.OVER_BUDGET: 7,
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "artifact://sha256/" + "A" * 64,
+        "artifact://sha256/" + "a" * 63,
+        "artifact://md5/" + "a" * 32,
+        " artifact://sha256/" + "a" * 64,
+        "artifact://sha256/../" + "a" * 64,
+        "not-a-ref",
+    ],
+)
+@pytest.mark.parametrize("command", ["cat", "show"])
+def test_a_malformed_reference_exits_2(root: Path, text: str, command: str) -> None:
+    result = run(root, command, text)
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["cat", "show"])
+def test_an_unknown_reference_exits_3(root: Path, command: str) -> None:
+    put(root, BINARY)
+
+    result = run(root, command, str(cargohold.Ref.of(b"never stored")))
+
+    assert result.exit_code == ExitCode.MISSING
+    assert result.stdout_bytes == b""
+
+
+def test_another_sessions_artifact_exits_4_and_another_tenants_exits_3(root: Path) -> None:
+    ref = put(root, BINARY)
+
+    other_session = run(root, "cat", str(ref), session="session-other")
+    other_tenant = run(root, "cat", str(ref), tenant="tenant-other")
+    other_session_show = run(root, "show", str(ref), session="session-other")
+
+    assert other_session.exit_code == ExitCode.UNAUTHORIZED
+    assert other_session.stdout_bytes == b""
+    assert other_session_show.exit_code == ExitCode.UNAUTHORIZED
+    assert other_session_show.stdout == ""
+    assert other_tenant.exit_code == ExitCode.MISSING
+    assert other_tenant.stdout_bytes == b""
+
+
+@pytest.mark.parametrize(
+    "span",
+    [None, "0:10", "70000:"],  # a whole read, a range in the flipped chunk, a range after it
+)
+def test_tampered_bytes_exit_5_and_write_nothing(root: Path, span: str | None) -> None:
+    ref = put(root, BINARY)
+    store = cargohold.LocalStore(root)
+    store.corrupt_for_tests(TENANT, ref, offset=5)
+    store.close()
+
+    args = ["cat", str(ref)] + ([] if span is None else ["--range", span])
+    result = run(root, *args)
+
+    if span == "70000:":  # a range read re-hashes only the chunks it touches: still intact
+        assert result.exit_code == ExitCode.OK
+        assert result.stdout_bytes == BINARY[70000:]
+    else:
+        assert result.exit_code == ExitCode.STALE
+        assert result.stdout_bytes == b""
+
+
+def test_an_expired_artifact_exits_6_on_cat_and_show(root: Path) -> None:
+    ref = put_expired(root, b"expired body")
+
+    read = run(root, "cat", str(ref))
+    shown = run(root, "show", str(ref), "--json")
+
+    assert read.exit_code == ExitCode.EXPIRED
+    assert read.stdout_bytes == b""
+    assert shown.exit_code == ExitCode.EXPIRED
+    assert json.loads(shown.stdout)["expired"] is True
+
+
+def test_cat_over_its_max_bytes_exits_7_and_writes_nothing(root: Path) -> None:
+    ref = put(root, BINARY)
+
+    over = run(root, "cat", str(ref), "--max-bytes", str(len(BINARY) - 1))
+    fits = run(root, "cat", str(ref), "--max-bytes", str(len(BINARY)))
+    range_fits = run(root, "cat", str(ref), "--range", "0:10", "--max-bytes", "10")
+
+    assert over.exit_code == ExitCode.OVER_BUDGET
+    assert over.stdout_bytes == b""
+    assert fits.stdout_bytes == BINARY
+    assert range_fits.stdout_bytes == BINARY[:10]
+
+
+def test_put_over_the_artifact_limit_exits_8_and_stores_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_MAX_ARTIFACT_BYTES", "10")
+
+    over = run(root, "put", "-", input=b"x" * 11)
+    at_limit = run(root, "put", "-", input=b"y" * 10)
+
+    assert over.exit_code == ExitCode.REJECTED
+    assert over.stdout == ""
+    assert at_limit.exit_code == ExitCode.OK
+    listed = json_out(run(root, "ls", "--json"))
+    assert [r["ref"] for r in listed] == [str(cargohold.Ref.of(b"y" * 10))]
+
+
+def test_put_over_the_session_quota_exits_8(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CARGOHOLD_SESSION_OBJECTS", "1")
+    put(root, b"first")
+
+    second = run(root, "put", "-", input=b"second")
+
+    assert second.exit_code == ExitCode.REJECTED
+    assert second.stdout == ""
+
+
+@pytest.mark.parametrize("sensitivity", ["secret", "credential", "raw_auth"])
+def test_put_of_refused_sensitivity_exits_8_and_stores_nothing(
+    root: Path, sensitivity: str
+) -> None:
+    result = run(root, "put", "-", "--sensitivity", sensitivity, input=b"hunter2")
+
+    assert result.exit_code == ExitCode.REJECTED
+    assert result.stdout == ""
+    assert json_out(run(root, "ls", "--json")) == []
+
+
+@pytest.mark.parametrize("ttl", ["0", "-5", str(8 * DAY)])
+def test_put_with_a_ttl_out_of_range_is_a_usage_error(root: Path, ttl: str) -> None:
+    result = run(root, "put", "-", "--ttl", ttl, input=b"x")
+
+    assert result.exit_code == ExitCode.USAGE
+    assert json_out(run(root, "ls", "--json")) == []
+
+
+def test_an_unreadable_configuration_is_a_one_line_usage_error(root: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "cargohold.toml"
+    bad.write_text("session_objects = 'many'\n")
+
+    results = [
+        run(root, "--config", str(bad), "ls"),
+        run(root, "--config", str(tmp_path / "absent.toml"), "ls"),
+        CliRunner().invoke(cli, ["--store", "nosuch://x", "ls"], catch_exceptions=False),
+    ]
+
+    for result in results:
+        assert result.exit_code == ExitCode.USAGE
+        assert len(result.stderr.splitlines()) == 1
+
+
+def test_an_unexpected_exception_is_one_line_naming_only_its_class(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "/very/private/path")
+
+    monkeypatch.setattr("cargohold.cli._context.open_store", broken)
+
+    result = run(root, "ls")
+
+    assert result.exit_code == ExitCode.ERROR
+    assert len(result.stderr.splitlines()) == 1
+    assert "/very/private/path" not in result.stderr
+    assert "Permission denied" not in result.stderr
+    assert "PermissionError" in result.stderr
+
+
+def test_help_of_a_command_works_with_a_broken_configuration(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_STORE", "nosuch://x")
+
+    for command in ["put", "cat", "show", "ls", "du", "gc", "verify", "demo"]:
+        result = CliRunner().invoke(cli, [command, "--help"], catch_exceptions=False)
+        assert result.exit_code == ExitCode.OK
+        assert "Example" in result.stdout
+
+
+def test_group_help_lists_every_exit_status() -> None:
+    result = CliRunner().invoke(cli, ["--help"], catch_exceptions=False)
+
+    assert result.exit_code == ExitCode.OK
+    epilog = result.stdout.split("Exit status:")[1]
+    listed = [int(line.split()[0]) for line in epilog.strip().splitlines()]
+    assert listed == [int(code) for code in ExitCode]
+
+
+def test_help_does_not_import_rich(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from cargohold.cli import main\n"
+        "status = main(['--help'])\n"
+        "print(status, sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[-1] == "0 []"
+
+
+# -- gc and verify ------------------------------------------------------------------------------
+
+
+def test_gc_dry_run_reports_expired_artifacts_and_removes_nothing(root: Path) -> None:
+    old = put_expired(root, b"old bytes")
+    live = put(root, BINARY)
+
+    dry = json_out(run(root, "gc", "--dry-run", "--json"))
+    after_dry = json_out(run(root, "ls", "--json"))
+    real = json_out(run(root, "gc", "--json"))
+    after_real = json_out(run(root, "ls", "--json"))
+
+    assert dry == {"dry_run": True, "artifacts": 1, "blobs": 1, "bytes": len(b"old bytes")}
+    assert [r["ref"] for r in after_dry] == [str(old), str(live)]
+    assert real == {"dry_run": False, "artifacts": 1, "blobs": 1, "bytes": len(b"old bytes")}
+    assert [r["ref"] for r in after_real] == [str(live)]
+    assert run(root, "cat", str(old)).exit_code == ExitCode.MISSING
+    assert run(root, "cat", str(live)).stdout_bytes == BINARY
+
+
+def test_gc_with_nothing_expired_succeeds_and_keeps_everything(root: Path) -> None:
+    ref = put(root, BINARY)
+
+    result = run(root, "gc")
+
+    assert result.exit_code == ExitCode.OK
+    assert run(root, "cat", str(ref)).stdout_bytes == BINARY
+
+
+def test_verify_exits_0_on_a_clean_store_and_1_after_tampering(root: Path) -> None:
+    ref = put(root, BINARY)
+    put(root, b"untouched")
+
+    clean = run(root, "verify", "--json")
+    cargohold.LocalStore(root).corrupt_for_tests(TENANT, ref)
+    dirty = run(root, "verify", "--json")
+    dirty_plain = run(root, "verify")
+
+    assert clean.exit_code == ExitCode.OK
+    assert json.loads(clean.stdout) == {"clean": True, "blobs": 2, "findings": []}
+    assert dirty.exit_code == ExitCode.ERROR
+    report = json.loads(dirty.stdout)
+    assert report["clean"] is False
+    assert [(f["kind"], f["ref"]) for f in report["findings"]] == [("corrupt", str(ref))]
+    assert dirty_plain.exit_code == ExitCode.ERROR
+    assert str(ref) in dirty_plain.stdout
+
+
+# -- demo ---------------------------------------------------------------------------------------
+
+
+def test_demo_runs_on_a_temp_store_and_leaves_the_sample_stored_once(root: Path) -> None:
+    first = run(root, "demo")
+    second = run(root, "demo")
+
+    assert first.exit_code == ExitCode.OK
+    assert second.exit_code == ExitCode.OK
+    sample_ref = str(cargohold.Ref.of(sample_bytes()))
+    listed = json_out(run(root, "ls", "--json"))
+    assert [(r["ref"], r["media_type"], r["tool"]) for r in listed] == [
+        (sample_ref, "application/json", "list_orders")
+    ]
+    assert json_out(run(root, "du", "--json"))["store"]["objects"] == 1
+    assert run(root, "verify").exit_code == ExitCode.OK
+    assert sample_ref in first.stdout
+
+
+def test_demo_runs_on_a_memory_store() -> None:
+    result = CliRunner().invoke(cli, ["--store", "memory://", "demo"], catch_exceptions=False)
+
+    assert result.exit_code == ExitCode.OK
+
+
+def test_demo_exits_1_when_verify_finds_a_problem(root: Path) -> None:
+    ref = put(root, BINARY)
+    cargohold.LocalStore(root).corrupt_for_tests(TENANT, ref)
+
+    result = run(root, "demo")
+
+    assert result.exit_code == ExitCode.ERROR
+
+
+def test_the_shipped_sample_is_a_realistic_heavy_json_document() -> None:
+    data = sample_bytes()
+    orders = json.loads(data)
+
+    assert SAMPLE.endswith(".json")
+    assert 40 * 1024 <= len(data) <= 60 * 1024
+    assert isinstance(orders, list)
+    assert [order["id"] for order in orders] == list(range(1, len(orders) + 1))
+
+
+# -- the real console script --------------------------------------------------------------------
+
+
+@pytest.fixture
+def console_script() -> Path:
+    script = Path(sys.executable).parent / "cargohold"
+    if not script.exists():
+        pytest.fail(f"console script not installed next to {sys.executable}")
+    return script
+
+
+def test_console_script_round_trips_binary_bytes_through_stdin_and_stdout(
+    console_script: Path, root: Path, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+    scope = ["--store", str(root), "--tenant", TENANT, "--user", USER, "--session", SESSION]
+
+    stored = subprocess.run(
+        [console_script, *scope, "put", "-"],
+        input=BINARY,
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    ref = stored.stdout.decode().strip()
+    read = subprocess.run(
+        [console_script, *scope, "cat", ref],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    missing = subprocess.run(
+        [console_script, *scope, "cat", str(cargohold.Ref.of(b"absent"))],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+
+    assert stored.returncode == ExitCode.OK
+    assert ref == str(cargohold.Ref.of(BINARY))
+    assert read.returncode == ExitCode.OK
+    assert read.stdout == BINARY
+    assert hashlib.sha256(read.stdout).hexdigest() == cargohold.Ref.of(BINARY).digest
+    assert missing.returncode == ExitCode.MISSING
+    assert missing.stdout == b""
+    assert len(missing.stderr.splitlines()) == 1
+
+
+def test_main_returns_the_exit_status(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = main(["--store", str(root), "cat", str(cargohold.Ref.of(b"absent"))])
+    ok = main(["--store", str(root), "verify"])
+
+    assert missing == ExitCode.MISSING
+    assert ok == ExitCode.OK
