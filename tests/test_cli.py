@@ -574,6 +574,29 @@ def test_gc_dry_run_reports_expired_artifacts_and_removes_nothing(root: Path) ->
     assert run(root, "cat", str(live)).stdout_bytes == BINARY
 
 
+@pytest.mark.parametrize("command", ["gc", "verify"])
+def test_progress_goes_to_stderr_and_stdout_stays_parseable(
+    root: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    put_expired(root, b"old bytes")
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich draws as on a terminal
+
+    result = run(root, command, "--json")
+
+    assert result.exit_code == ExitCode.OK
+    assert json.loads(result.stdout)["blobs"] == 1
+    assert result.stderr != ""
+
+
+def test_no_progress_is_drawn_when_stderr_is_not_a_terminal(root: Path) -> None:
+    put_expired(root, b"old bytes")
+
+    result = run(root, "gc")
+
+    assert result.exit_code == ExitCode.OK
+    assert result.stderr == ""
+
+
 def test_gc_with_nothing_expired_succeeds_and_keeps_everything(root: Path) -> None:
     ref = put(root, BINARY)
 
