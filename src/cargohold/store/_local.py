@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import sqlite3
@@ -68,6 +69,9 @@ STAGING_MAX_AGE = 3600.0
 """A staged file older than this belongs to a write that died: no put takes an hour."""
 
 _HEX = frozenset("0123456789abcdef")
+_PROC_FD = "/proc/self/fd/"
+_HAS_O_PATH = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
+"""Linux: check a blob's directory by the path the kernel resolved, not by walking it."""
 
 _SCHEMA = """
 CREATE TABLE blobs (
@@ -132,6 +136,7 @@ def default_root() -> Path:
     return Path(platformdirs.user_cache_dir("cargohold", appauthor=False))
 
 
+@functools.lru_cache(maxsize=1024)
 def tenant_key(tenant: str) -> str:
     """The directory name of a tenant: a hash, so no owner identity appears in a path."""
     return hashlib.sha256(b"cargohold-tenant\0" + tenant.encode()).hexdigest()[:32]
@@ -173,10 +178,14 @@ def _record(row: tuple[Any, ...]) -> ArtifactRecord:
 def _mkdir_private(path: Path) -> None:
     """Create ``path`` (and parents) as 0700 directories; refuse a symlink in its place."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except FileExistsError:
-        raise StoreError("a store directory is not a directory") from None
-    info = os.lstat(path)
+        # Nearly every put finds its directory already there: one lstat, not a failing mkdir.
+        info = os.lstat(path)
+    except FileNotFoundError:
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError("a store directory is not a directory") from None
+        info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise StoreError("a store directory is a symlink or not a directory")
     if info.st_mode & 0o077:
@@ -235,6 +244,7 @@ class LocalStore:
             _mkdir_private(root_path)
             self._root = Path(os.path.realpath(root_path))
             self._objects = self._root / "objects"
+            self._objects_str = str(self._objects)
             self._staging = self._root / "staging"
             _mkdir_private(self._objects)
             _mkdir_private(self._staging)
@@ -293,12 +303,23 @@ class LocalStore:
 
     def _open_blob(self, tenant: str, digest: str, size: int) -> int | None:
         """Open a blob for reading, refusing symlinks, escapes, foreign owners and wrong sizes."""
-        path = self._blob_path(tenant, digest)
-        parent = path.parent
+        parent = os.path.join(self._objects_str, tenant_key(tenant), digest[:2])
         try:
-            if os.path.realpath(parent) != str(parent):
-                return None
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            if _HAS_O_PATH:
+                # The kernel's resolution of the directory equals its path exactly when no
+                # component is a symlink (what ``realpath`` checks, without walking in Python);
+                # the blob is then opened inside that very directory.
+                dir_fd = os.open(parent, os.O_PATH | os.O_DIRECTORY)
+                try:
+                    if os.readlink(_PROC_FD + str(dir_fd)) != parent:
+                        return None
+                    fd = os.open(digest[2:], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                finally:
+                    os.close(dir_fd)
+            else:
+                if os.path.realpath(parent) != parent:
+                    return None
+                fd = os.open(os.path.join(parent, digest[2:]), os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             return None
         info = os.fstat(fd)
@@ -309,15 +330,18 @@ class LocalStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _stage(self, data: bytes) -> tuple[str, bytes]:
+    def _stage(self, data: bytes, ref: Ref) -> tuple[str, bytes]:
         """Write ``data`` to a private staging file and fsync it; hash its chunks meanwhile.
 
         hashlib releases the GIL on large buffers, so the chunk digests cost nothing on a second
-        core while the disk syncs.
+        core while the disk syncs. A body of one chunk (or none) is its own only chunk: its
+        chunk digest is the reference's digest, already computed.
         """
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cargohold-hash")
-        pending = self._pool.submit(chunk_digests, data) if len(data) > CHUNK_SIZE else None
+        pending = None
+        if len(data) > CHUNK_SIZE:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cargohold-hash")
+            pending = self._pool.submit(chunk_digests, data)
         name = f"{os.getpid()}-{threading.get_ident()}-{os.urandom(8).hex()}"
         staged = str(self._staging / name)
         fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -333,7 +357,7 @@ class LocalStore:
                 os.unlink(staged)
             raise
         os.close(fd)
-        chunks = pending.result() if pending is not None else chunk_digests(data)
+        chunks = pending.result() if pending is not None else bytes.fromhex(ref.digest)
         return staged, chunks
 
     def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
@@ -377,16 +401,13 @@ class LocalStore:
         staged: str | None = None
         chunks = b""
         if known is None:
-            staged, chunks = self._stage(write.data)
+            staged, chunks = self._stage(write.data, write.ref)
         try:
             with self._write() as db:
                 now = self._clock()
-                old = db.execute(
-                    "SELECT expires FROM artifacts"
-                    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
-                    (*scope.owner, digest),
-                ).fetchone()
-                existing = old is not None and old[0] > now
+                row = db.execute(_SELECT_ONE, (*scope.owner, digest)).fetchone()
+                old = None if row is None else _record(row)
+                existing = old is not None and old.expires > now
                 if not existing:
                     objects, held = db.execute(
                         "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
@@ -401,7 +422,7 @@ class LocalStore:
                 blob_written = blob is None or not path.exists()
                 if blob_written:
                     if staged is None:  # gc removed the blob since we looked: stage it now
-                        staged, chunks = self._stage(write.data)
+                        staged, chunks = self._stage(write.data, write.ref)
                     if blob is None:
                         objects, held = db.execute(
                             "SELECT objects, bytes FROM stats WHERE id = 1"
@@ -446,15 +467,30 @@ class LocalStore:
                         scope.agent,
                     ),
                 )
-                row = db.execute(
-                    _SELECT_ONE,
-                    (*scope.owner, digest),
-                ).fetchone()
         finally:
             if staged is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(staged)
-        return PutResult(write.ref, _record(row), existing=existing, blob_written=blob_written)
+        # The row as the upsert left it, without reading it back: a conflict only raised expires.
+        if old is not None:
+            record = dataclasses.replace(old, expires=max(old.expires, expires))
+        else:
+            record = ArtifactRecord(
+                ref=write.ref,
+                size=size,
+                media_type=write.media_type,
+                kind=write.kind,
+                tool=write.tool,
+                created=float(now),
+                expires=float(expires),
+                sensitivity=write.sensitivity,
+                complete=write.complete,
+                classification=write.classification,
+                task=scope.task,
+                worker=scope.worker,
+                agent=scope.agent,
+            )
+        return PutResult(write.ref, record, existing=existing, blob_written=blob_written)
 
     # -- reads ----------------------------------------------------------------------------
 
