@@ -1,0 +1,79 @@
+"""The public surface is deliberate: ``__all__`` is sorted, complete and exact."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+
+import cargohold
+import cargohold.testing
+
+
+def _names_bound_in(module: types.ModuleType) -> set[str]:
+    """Public names bound at the top level of a module's source (imports and assignments)."""
+    tree = ast.parse(inspect.getsource(module))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return {name for name in names if not name.startswith("_")}
+
+
+def _isort_style(name: str) -> tuple[int, list[int | str]]:
+    """Ruff's RUF022 order (the linter we run): CONSTANTS, then CamelCase, then the rest, each
+    group in natural order."""
+    group = 0 if name.upper() == name and len(name) > 1 else 1 if name[:1].isupper() else 2
+    natural = [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return group, natural
+
+
+@pytest.mark.parametrize("module", [cargohold, cargohold.testing], ids=lambda m: m.__name__)
+def test_all_is_sorted_without_duplicates(module: types.ModuleType) -> None:
+    assert len(set(module.__all__)) == len(module.__all__)
+    assert module.__all__ == sorted(module.__all__, key=_isort_style)
+
+
+@pytest.mark.parametrize("module", [cargohold, cargohold.testing], ids=lambda m: m.__name__)
+def test_every_exported_name_resolves(module: types.ModuleType) -> None:
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+
+
+@pytest.mark.parametrize("module", [cargohold, cargohold.testing], ids=lambda m: m.__name__)
+def test_all_is_exactly_the_public_names_the_init_defines(module: types.ModuleType) -> None:
+    assert set(module.__all__) == _names_bound_in(module)
+
+
+def test_no_public_attribute_of_the_package_is_left_out_of_all() -> None:
+    public = {
+        name
+        for name, value in vars(cargohold).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+
+    assert public == set(cargohold.__all__)
+
+
+def test_importing_cargohold_or_its_harness_never_imports_pytest() -> None:
+    code = (
+        "import sys, cargohold, cargohold.testing; "
+        "print(sorted(m for m in ('pytest', 'hypothesis', '_pytest') if m in sys.modules))"
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+
+    assert result.stdout.strip() == "[]"
