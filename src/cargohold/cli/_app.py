@@ -47,12 +47,9 @@ class _Group(click.Group):
                     ctx.obj.close()
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
-        except OSError as exc:
-            if exc.errno == errno.EPIPE:  # `cargohold cat REF | head`: click quiets the pipe
-                raise
-            click.echo(error_line(exc), err=True)
-            ctx.exit(int(exit_code_for(exc)))
         except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise  # `cargohold cat REF | head`: click quiets the closed pipe itself
             click.echo(error_line(exc), err=True)
             ctx.exit(int(exit_code_for(exc)))
 
