@@ -43,19 +43,3 @@ def _no_ambient_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
         if name.startswith("CARGOHOLD_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-
-
-KNOWN_BACKEND_BUGS = {
-    "test_a_put_over_an_expired_artifact_starts_a_fresh_record[local]": (
-        "LocalStore._put_new upserts only `expires` over an expired row, keeping its old "
-        "created/media type/tool; reported with the fix"
-    ),
-}
-"""Conformance failures that are backend bugs, reported and awaiting their fix."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        reason = KNOWN_BACKEND_BUGS.get(item.name)
-        if reason is not None and item.path.name == "test_conformance.py":
-            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))

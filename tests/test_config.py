@@ -270,11 +270,6 @@ def test_the_settings_scope_carries_the_configured_owner_and_attribution(project
     assert scope == Scope("acme", "ana", "s", task="t-1", agent="a-1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="load_settings does not check tenant/user/session as scope parts, so a bad value "
-    "surfaces later as InvalidScopeError from Settings.scope(); reported with the fix",
-)
 @pytest.mark.parametrize("value", [" acme", "ac\nme", "x" * 300])
 def test_an_owner_part_no_scope_accepts_is_a_configuration_error(project: Path, value: str) -> None:
     with pytest.raises(ConfigError):

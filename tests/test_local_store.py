@@ -89,11 +89,6 @@ def test_files_are_0600_whatever_the_umask(store_root: Path, clock: FakeClock) -
     assert files == dict.fromkeys(files, 0o600)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_mkdir_private's mkdir(parents=True) leaves the per-tenant directory at the umask's "
-    "mode (0755 with umask 022); reported with the fix",
-)
 def test_directories_are_0700_whatever_the_umask(store_root: Path, clock: FakeClock) -> None:
     dirs, _ = _populated_modes(store_root, clock)
 
@@ -456,23 +451,7 @@ def test_an_index_damaged_under_a_live_handle_raises_store_error_from_every_verb
     assert str(store_root) not in str(raised.value)
 
 
-CLOSED_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="put/artifacts/usage/store_usage/verify query the closed connection and surface "
-    "StoreError('damaged') instead of UsageError('closed'); reported with the fix",
-)
-
-
-@pytest.mark.parametrize(
-    "verb",
-    [
-        pytest.param(v, marks=CLOSED_BUG)
-        if v in ("put-new", "put-existing", "artifacts", "usage", "store-usage", "verify")
-        else v
-        for v in VERBS
-        if v != "close"
-    ],
-)
+@pytest.mark.parametrize("verb", [v for v in VERBS if v != "close"])
 def test_every_verb_of_a_closed_store_is_a_usage_error(local_store: LocalStore, verb: str) -> None:
     ref = ScopedStore(local_store, ALICE).put(b"stored bytes" * 9000).ref
     local_store.close()

@@ -17,19 +17,22 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import getpass
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from cargohold._errors import CargoholdError, ConfigError
 from cargohold._records import Limits
-from cargohold._scope import Scope
+from cargohold._scope import Scope, check_part
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 ENV_PREFIX = "CARGOHOLD_"
 DEFAULT_TENANT = "local"
@@ -37,25 +40,55 @@ DEFAULT_SESSION = "default"
 
 
 _DEFAULTS = Limits()
+_KEYS = (
+    "store",
+    "tenant",
+    "user",
+    "session",
+    "max_artifact_bytes",
+    "session_bytes",
+    "session_objects",
+    "store_bytes",
+    "store_objects",
+    "default_ttl",
+    "max_ttl",
+    "heavy_threshold",
+    "tool_thresholds",
+    "budget",
+    "read_budget",
+    "events_log",
+)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@functools.cache
+def _model() -> type[BaseModel]:
+    """The validating model, built on first use: pydantic costs a CLI start-up ~150 ms."""
+    from typing import Literal
 
-    store: str | None = None
-    tenant: str | None = None
-    user: str | None = None
-    session: str | None = None
-    max_artifact_bytes: int = Field(default=_DEFAULTS.max_artifact_bytes, gt=0)
-    session_bytes: int = Field(default=_DEFAULTS.session_bytes, gt=0)
-    session_objects: int = Field(default=_DEFAULTS.session_objects, gt=0)
-    store_bytes: int = Field(default=_DEFAULTS.store_bytes, gt=0)
-    store_objects: int = Field(default=_DEFAULTS.store_objects, gt=0)
-    default_ttl: float = Field(default=_DEFAULTS.default_ttl, gt=0)
-    max_ttl: float = Field(default=_DEFAULTS.max_ttl, gt=0)
+    from pydantic import BaseModel, ConfigDict, Field
 
+    class Model(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
 
-_KEYS = tuple(_Model.model_fields)
+        store: str | None = None
+        tenant: str | None = None
+        user: str | None = None
+        session: str | None = None
+        max_artifact_bytes: int = Field(default=_DEFAULTS.max_artifact_bytes, gt=0)
+        session_bytes: int = Field(default=_DEFAULTS.session_bytes, gt=0)
+        session_objects: int = Field(default=_DEFAULTS.session_objects, gt=0)
+        store_bytes: int = Field(default=_DEFAULTS.store_bytes, gt=0)
+        store_objects: int = Field(default=_DEFAULTS.store_objects, gt=0)
+        default_ttl: float = Field(default=_DEFAULTS.default_ttl, gt=0)
+        max_ttl: float = Field(default=_DEFAULTS.max_ttl, gt=0)
+        heavy_threshold: int = Field(default=32 * 1024, gt=0)
+        tool_thresholds: dict[str, int] = Field(default_factory=dict)
+        budget: Literal["light", "balanced", "strong", "max"] = "balanced"
+        read_budget: int = Field(default=16 * 1024, gt=0, le=1024 * 1024)
+        events_log: str | None = None
+
+    assert tuple(Model.model_fields) == _KEYS
+    return Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +101,12 @@ class Settings:
         user: User for such surfaces; defaults to the OS user name.
         session: Session for such surfaces; defaults to ``default``.
         limits: Store limits.
+        heavy_threshold: Results of at least this many bytes are offloaded (32 KiB).
+        tool_thresholds: Per-tool heavy thresholds.
+        budget: The default stub budget (``light``, ``balanced``, ``strong``, ``max``).
+        read_budget: The default byte budget of a model-facing read (16 KiB, at most 1 MiB).
+        events_log: A JSON-lines file the CLI appends decision events to; ``None`` for the
+            default under the user's state directory.
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -76,6 +115,11 @@ class Settings:
     user: str
     session: str
     limits: Limits
+    heavy_threshold: int = 32 * 1024
+    tool_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    budget: str = "balanced"
+    read_budget: int = 16 * 1024
+    events_log: str | None = None
     source: Path | None = None
 
     def scope(self, **attribution: str | None) -> Scope:
@@ -109,8 +153,19 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for key in _KEYS:
         value = environ.get(ENV_PREFIX + key.upper())
         if value is not None and value != "":
-            found[key] = value
+            found[key] = _tool_thresholds(value) if key == "tool_thresholds" else value
     return found
+
+
+def _tool_thresholds(value: str) -> dict[str, str]:
+    """``CARGOHOLD_TOOL_THRESHOLDS=fetch=65536,grep=8192`` as a mapping (validated later)."""
+    pairs: dict[str, str] = {}
+    for item in value.split(","):
+        name, sep, size = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError("CARGOHOLD_TOOL_THRESHOLDS is a list of tool=bytes, comma-separated")
+        pairs[name.strip()] = size.strip()
+    return pairs
 
 
 def _default_user() -> str:
@@ -156,8 +211,10 @@ def load_settings(
             source, file_values = found
     merged: dict[str, Any] = {**file_values, **_from_env(env)}
     merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    from pydantic import ValidationError
+
     try:
-        model = _Model.model_validate(merged)
+        model: Any = _model().model_validate(merged)
         limits = Limits(
             max_artifact_bytes=model.max_artifact_bytes,
             session_bytes=model.session_bytes,
@@ -175,11 +232,23 @@ def load_settings(
         raise ConfigError(f"invalid configuration: {problems}") from None
     except CargoholdError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
+    for part in ("tenant", "user", "session"):
+        value = getattr(model, part)
+        if value is not None:
+            try:
+                check_part(part, value, required=True)
+            except CargoholdError as exc:
+                raise ConfigError(f"invalid configuration: {part}: {exc}") from None
     return Settings(
         store=model.store or None,
         tenant=model.tenant or DEFAULT_TENANT,
         user=model.user or _default_user(),
         session=model.session or DEFAULT_SESSION,
         limits=limits,
+        heavy_threshold=model.heavy_threshold,
+        tool_thresholds=dict(model.tool_thresholds),
+        budget=model.budget,
+        read_budget=model.read_budget,
+        events_log=model.events_log or None,
         source=source,
     )

@@ -9,7 +9,8 @@ from cargohold._errors import InvalidScopeError
 _MAX_PART = 256
 
 
-def _check_part(name: str, value: object, *, required: bool) -> None:
+def check_part(name: str, value: object, *, required: bool) -> None:
+    """Raise :class:`InvalidScopeError` unless ``value`` may be the scope part ``name``."""
     if value is None:
         if required:
             raise InvalidScopeError(f"scope {name} is required (no global reads)")
@@ -46,9 +47,9 @@ class Scope:
 
     def __post_init__(self) -> None:
         for name in ("tenant", "user", "session"):
-            _check_part(name, getattr(self, name), required=True)
+            check_part(name, getattr(self, name), required=True)
         for name in ("task", "worker", "agent"):
-            _check_part(name, getattr(self, name), required=False)
+            check_part(name, getattr(self, name), required=False)
 
     @property
     def owner(self) -> tuple[str, str, str]:
