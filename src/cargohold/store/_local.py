@@ -181,10 +181,16 @@ def _mkdir_private(path: Path) -> None:
         # Nearly every put finds its directory already there: one lstat, not a failing mkdir.
         info = os.lstat(path)
     except FileNotFoundError:
-        try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except FileExistsError:
-            raise StoreError("a store directory is not a directory") from None
+        # Each missing ancestor is made 0700 too: mkdir(parents=True) would give them the
+        # umask's mode (0755), leaving a tenant directory readable by others.
+        missing = [path]
+        while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
+            missing.append(missing[-1].parent)
+        for folder in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # a concurrent writer made it
+                folder.mkdir(mode=0o700)
+            if os.lstat(folder).st_mode & 0o077:
+                os.chmod(folder, 0o700, follow_symlinks=False)
         info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise StoreError("a store directory is a symlink or not a directory")
@@ -255,13 +261,20 @@ class LocalStore:
                 index, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._closed = False
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
+            self._index.execute("PRAGMA journal_mode=WAL")
+            self._index.execute("PRAGMA synchronous=NORMAL")
+            self._index.execute("PRAGMA foreign_keys=ON")
             self._migrate()
 
     def __repr__(self) -> str:
         return "LocalStore()"
+
+    @property
+    def _index(self) -> sqlite3.Connection:
+        """The index connection; using a closed store is the caller's mistake, not damage."""
+        if self._closed:
+            raise UsageError("the store is closed")
+        return self._db
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -371,7 +384,7 @@ class LocalStore:
     def _put_existing(self, scope: Scope, write: PreparedWrite) -> PutResult | None:
         """The cheap path: this owner already holds these bytes. One lookup, rarely a write."""
         with self._lock:
-            row = self._db.execute(
+            row = self._index.execute(
                 _SELECT_ONE,
                 (*scope.owner, write.ref.digest),
             ).fetchone()
@@ -395,7 +408,7 @@ class LocalStore:
         digest = write.ref.digest
         size = len(write.data)
         with self._lock:
-            known = self._db.execute(
+            known = self._index.execute(
                 "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (scope.tenant, digest)
             ).fetchone()
         staged: str | None = None
@@ -444,6 +457,13 @@ class LocalStore:
                             (size,),
                         )
                 expires = now + write.ttl
+                if old is not None and not existing:
+                    # An expired record of the same bytes: this write starts a fresh one.
+                    db.execute(
+                        "DELETE FROM artifacts"
+                        " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
+                        (*scope.owner, digest),
+                    )
                 db.execute(
                     "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
@@ -472,7 +492,7 @@ class LocalStore:
                 with contextlib.suppress(OSError):
                     os.unlink(staged)
         # The row as the upsert left it, without reading it back: a conflict only raised expires.
-        if old is not None:
+        if old is not None and existing:
             record = dataclasses.replace(old, expires=max(old.expires, expires))
         else:
             record = ArtifactRecord(
@@ -498,14 +518,14 @@ class LocalStore:
         with self._lock:
             if self._closed:
                 raise UsageError("the store is closed")
-            row = self._db.execute(
+            row = self._index.execute(
                 _SELECT_READ,
                 (*scope.owner, ref.digest),
             ).fetchone()
             if row is None:
                 # The same query shape whether the tenant never saw the bytes or another tenant
                 # holds them: denial across tenants must look like absence.
-                other = self._db.execute(
+                other = self._index.execute(
                     "SELECT 1 FROM artifacts WHERE tenant = ? AND digest = ? LIMIT 1",
                     (scope.tenant, ref.digest),
                 ).fetchone()
@@ -562,7 +582,7 @@ class LocalStore:
 
     def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
         with _translated(), self._lock:
-            rows = self._db.execute(
+            rows = self._index.execute(
                 _SELECT_ALL,
                 scope.owner,
             ).fetchall()
@@ -570,7 +590,7 @@ class LocalStore:
 
     def usage(self, scope: Scope) -> Usage:
         with _translated(), self._lock:
-            objects, held = self._db.execute(
+            objects, held = self._index.execute(
                 "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
                 " WHERE tenant = ? AND user = ? AND session = ? AND expires > ?",
                 (*scope.owner, self._clock()),
@@ -579,7 +599,7 @@ class LocalStore:
 
     def store_usage(self) -> Usage:
         with _translated(), self._lock:
-            objects, held = self._db.execute(
+            objects, held = self._index.execute(
                 "SELECT objects, bytes FROM stats WHERE id = 1"
             ).fetchone()
         return Usage(int(objects), int(held))
@@ -668,10 +688,10 @@ class LocalStore:
     def _verify(self, progress: Progress | None) -> list[Finding]:
         findings: list[Finding] = []
         with self._lock:
-            blobs = self._db.execute(
+            blobs = self._index.execute(
                 "SELECT tenant, digest, size, chunk_size, chunks FROM blobs ORDER BY tenant, digest"
             ).fetchall()
-            unbacked = self._db.execute(
+            unbacked = self._index.execute(
                 "SELECT DISTINCT a.digest FROM artifacts a LEFT JOIN blobs b"
                 " ON a.tenant = b.tenant AND a.digest = b.digest WHERE b.digest IS NULL"
                 " ORDER BY a.digest"
