@@ -1,0 +1,1 @@
+"""cargohold benchmarks (``python -m bench``); see docs/benchmarks.md."""

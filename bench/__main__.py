@@ -1,0 +1,80 @@
+"""Run the store benchmarks: ``python -m bench [--quick] [--markdown FILE] [SECTION ...]``.
+
+Prints the machine, then one table of medians, each with its ratio to a baseline measured in
+the same run and, where the design sets one, the target ratio. ``--markdown`` also writes the
+same figures as markdown (``-`` for standard output), ready for ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from bench._util import machine, markdown_table, scratch_dir, text_table
+from bench.store import SECTIONS, Config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "sections",
+        nargs="*",
+        metavar="SECTION",
+        help=f"run only these sections ({', '.join(SECTIONS)}); all by default",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer iterations and smaller stores (under a minute)"
+    )
+    parser.add_argument("--markdown", metavar="FILE", help="also write the figures as markdown")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.sections if name not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section {unknown[0]!r}; choose from {', '.join(SECTIONS)}")
+    cfg = Config(quick=args.quick)
+    chosen = args.sections or list(SECTIONS)
+
+    info = machine()
+    for key, value in info.items():
+        print(f"{key:>14}: {value}")
+    print()
+    rows = []
+    began = time.perf_counter()
+    with scratch_dir() as root:
+        for name in chosen:
+            section_began = time.perf_counter()
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            rows.extend(SECTIONS[name]((root / name), cfg))
+            print(
+                f"  {name} took {time.perf_counter() - section_began:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    took = time.perf_counter() - began
+    print(text_table(rows))
+    print(f"\nmedians in milliseconds; whole run {took:.0f} s{' (--quick)' if args.quick else ''}")
+
+    if args.markdown:
+        command = "python -m bench" + (" --quick" if args.quick else "")
+        if args.sections:
+            command += " " + " ".join(args.sections)
+        lines = [
+            f"Command: `{command}` ({took:.0f} s)",
+            "",
+            *(f"- {key}: {value}" for key, value in info.items()),
+            "",
+            markdown_table(rows),
+            "",
+        ]
+        text = "\n".join(lines)
+        if args.markdown == "-":
+            print()
+            print(text)
+        else:
+            with open(args.markdown, "w", encoding="utf-8") as handle:
+                handle.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
