@@ -312,6 +312,8 @@ class Rehydrator:
             used += cost
         footer = f"[{matched} matching lines; {len(shown)} shown]"
         text = "".join(shown) + footer
+        if utf8_len(text) > limit:  # a budget too small even for the count line
+            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text))
         return self._decide(
             ref, result.outcome, limit, answer=text, span=f"grep {matched} matching lines"
         )
