@@ -12,6 +12,8 @@ each completed operation (so a line on the parent's side means "this finished be
   payload pool, reads every reference back, and reports.
 - ``churn``: waits at the barrier, then alternates expired puts of pool payloads (and of payloads
   of its own) with ``gc``, so collection races the writers.
+- ``open-race``: for each index the parent writes on stdin, opens (creating) that store and
+  reports whether the open succeeded.
 
 The tests import this file by path for what both sides must agree on: the payloads (derived from
 a key, so the parent can check exact bytes), the writers' plans, the scopes, and a bounded
@@ -26,6 +28,7 @@ import math
 import os
 import random
 import select
+import subprocess
 import sys
 import time
 from typing import Any
@@ -107,6 +110,17 @@ def writer_plan(worker: int, seed: int) -> list[tuple[str, str, str, int]]:
     plan.extend((*SHARED_SCOPE, key) for key in CORE_KEYS)
     rng.shuffle(plan)
     return plan
+
+
+def spawn(mode: str, spec: dict[str, Any], stderr_path: Any) -> subprocess.Popen[bytes]:
+    """Start this file as a child in ``mode``; its stderr is appended to ``stderr_path``."""
+    with open(stderr_path, "ab") as stderr:
+        return subprocess.Popen(
+            [sys.executable, __file__, mode, json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
 
 
 class LineReader:
@@ -273,7 +287,7 @@ def _writer(spec: dict[str, Any]) -> None:
     import cargohold
 
     _barrier()
-    # Opened after the barrier on purpose: several processes creating one store at once is part
+    # Opened after the barrier on purpose: several processes opening one store at once is part
     # of what is tested.
     store = cargohold.LocalStore(spec["root"])
     done: list[tuple[cargohold.ScopedStore, str, int]] = []
@@ -306,7 +320,7 @@ def _churn(spec: dict[str, Any]) -> None:
     store = cargohold.LocalStore(spec["root"])
     past = cargohold.LocalStore(spec["root"], clock=_past_clock)
     scopes = [cargohold.ScopedStore(past, cargohold.Scope(*scope)) for scope in CHURN_SCOPES]
-    for turn in range(spec["rounds"]):
+    for turn in range(spec["turns"]):
         rows = 0
         for scoped in scopes:
             for key in CHURN_POOL_KEYS:
@@ -321,7 +335,31 @@ def _churn(spec: dict[str, Any]) -> None:
     past.close()
 
 
-MODES = {"crash": _crash, "gc-pause": _gc_pause, "writer": _writer, "churn": _churn}
+def _open_race(spec: dict[str, Any]) -> None:
+    import cargohold
+
+    _emit(op="ready")
+    # Each line names a store that every child opens at once; the first open of a store
+    # creates its index, so the children race to create it.
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            return
+        index = int(line)
+        try:
+            cargohold.LocalStore(spec["roots"][index]).close()
+        except cargohold.CargoholdError as exc:
+            _emit(op="open", index=index, ok=False, code=exc.code)
+        else:
+            _emit(op="open", index=index, ok=True, code=None)
+
+
+MODES = {
+    "crash": _crash,
+    "gc-pause": _gc_pause,
+    "writer": _writer,
+    "churn": _churn,
+    "open-race": _open_race,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import random
 import signal
 import stat
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -44,17 +41,7 @@ LINE_TIMEOUT = 60.0
 ALLOWED_AFTER_CRASH = {"orphan", "staging"}
 
 
-def _start(mode: str, spec: dict[str, Any], stderr_path: Path) -> subprocess.Popen[bytes]:
-    with open(stderr_path, "ab") as stderr:
-        return subprocess.Popen(
-            [sys.executable, str(_WORKER_PATH), mode, json.dumps(spec)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> int:
+def _kill(proc: Any) -> int:
     proc.send_signal(signal.SIGKILL)
     return proc.wait(timeout=LINE_TIMEOUT)
 
@@ -132,7 +119,7 @@ def _crash_round(
 ) -> list[dict[str, Any]]:
     """Run one seeded writer, kill it with SIGKILL mid-work; its completed operations."""
     spec = {"root": str(root), "seed": SEED * 1000 + round_no, "round": round_no, "max_ops": 10_000}
-    proc = _start("crash", spec, stderr_path)
+    proc = worker.spawn("crash", spec, stderr_path)
     assert proc.stdout is not None
     assert proc.stdin is not None
     reader = worker.LineReader(proc.stdout)
@@ -215,7 +202,7 @@ def test_a_gc_killed_between_its_commit_and_its_unlinks_leaves_orphans_reported_
     root = tmp_path / "store"
     stderr_path = tmp_path / "worker.stderr"
     expired = 300  # more than one unlink batch, so gc reports progress before it is done
-    proc = _start("gc-pause", {"root": str(root), "expired": expired}, stderr_path)
+    proc = worker.spawn("gc-pause", {"root": str(root), "expired": expired}, stderr_path)
     assert proc.stdout is not None
     assert proc.stdin is not None
     reader = worker.LineReader(proc.stdout)
