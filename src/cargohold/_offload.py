@@ -94,7 +94,9 @@ def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, boo
         return value.encode("utf-8", "surrogatepass"), text_type, True
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
-        return raw, media_type or "application/octet-stream", looks_textual(raw)
+        textual = looks_textual(raw)
+        default = "text/plain; charset=utf-8" if textual else "application/octet-stream"
+        return raw, media_type or default, textual
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import json
-import mimetypes
 import sys
 import time
 from collections.abc import Sequence
@@ -21,18 +20,11 @@ from cargohold import __version__
 from cargohold._errors import LimitExceededError
 from cargohold._records import Sensitivity
 from cargohold.cli._context import App, fail_outcome, get_app
+from cargohold.cli._decisions import events, grep, offload, query, read
 from cargohold.cli._demo import demo
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
 from cargohold.cli._progress import ProgressBar
-from cargohold.cli._render import human_bytes, record_fields
-
-_COMPRESSED = {
-    "gzip": "application/gzip",
-    "bzip2": "application/x-bzip2",
-    "xz": "application/x-xz",
-    "br": "application/x-brotli",
-    "compress": "application/x-compress",
-}
+from cargohold.cli._render import guess_media_type, human_bytes, record_fields
 
 
 class _Group(click.Group):
@@ -111,14 +103,6 @@ def cli(
 # -- put ----------------------------------------------------------------------------------------
 
 
-def _guess_media_type(name: str) -> str | None:
-    media_type, encoding = mimetypes.guess_type(name, strict=False)
-    if encoding is not None:
-        # `report.json.gz` holds gzip bytes, not JSON: the media type names the bytes stored.
-        return _COMPRESSED.get(encoding, "application/octet-stream")
-    return media_type
-
-
 def _read_input(handle: IO[bytes], limit: int) -> bytes:
     # Read one byte past the limit, never the whole of an oversized input.
     data = handle.read(limit + 1)
@@ -188,7 +172,7 @@ def put(
             int(ExitCode.USAGE if bad_argument else ExitCode.ERROR)
         ) from None
     if media_type is None and file != "-":
-        media_type = _guess_media_type(file)
+        media_type = guess_media_type(file)
     result = app.scoped.put(
         data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
     )
@@ -492,3 +476,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 cli.add_command(demo)
+for _command in (offload, read, grep, query, events):
+    cli.add_command(_command)

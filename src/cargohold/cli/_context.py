@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +15,18 @@ from cargohold._records import ReadResult
 from cargohold.cli._exit import OUTCOME_EXIT
 from cargohold.cli._render import outcome_message
 from cargohold.store import StoreBackend, open_store
+
+if TYPE_CHECKING:
+    from cargohold._events import Reporter
+    from cargohold._offload import Offloader
+    from cargohold._rehydrate import Rehydrator
+
+
+def default_events_path() -> Path:
+    """``events.jsonl`` in the user's state directory (XDG), where CLI decisions are logged."""
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("cargohold", appauthor=False)) / "events.jsonl"
 
 
 class App:
@@ -35,6 +48,8 @@ class App:
         self._settings: Settings | None = None
         self._store: StoreBackend | None = None
         self._scoped: ScopedStore | None = None
+        self._events: IO[str] | None = None
+        self._reporter: Reporter | None = None
 
     @property
     def settings(self) -> Settings:
@@ -63,9 +78,53 @@ class App:
         """Whether the store is the embedded default (no URL named anywhere)."""
         return self.settings.store is None
 
+    @property
+    def events_path(self) -> Path:
+        """The JSON-lines file decision events go to."""
+        named = self.settings.events_log
+        return Path(named).expanduser() if named else default_events_path()
+
+    @property
+    def reporter(self) -> Reporter:
+        """A reporter appending this command's decision events to the events log."""
+        if self._reporter is None:
+            from cargohold._events import Reporter
+            from cargohold._sinks import JsonLinesSink
+
+            path = self.events_path
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._events = os.fdopen(fd, "a", encoding="utf-8")
+            self._reporter = Reporter([JsonLinesSink(self._events)], agent_id="cli")
+        return self._reporter
+
+    def offloader(self, *, threshold: int | None = None) -> Offloader:
+        """An offloader on this scope with the configured threshold, budget and reporter."""
+        from cargohold._offload import Offloader
+
+        settings = self.settings
+        return Offloader(
+            self.scoped,
+            threshold=threshold or settings.heavy_threshold,
+            tool_thresholds={} if threshold else settings.tool_thresholds,
+            budget=settings.budget,
+            reporter=self.reporter,
+        )
+
+    def rehydrator(self) -> Rehydrator:
+        """A rehydrator on this scope with the configured read budget and reporter."""
+        from cargohold._rehydrate import Rehydrator
+
+        return Rehydrator(
+            self.scoped, reporter=self.reporter, default_budget=self.settings.read_budget
+        )
+
     def close(self) -> None:
-        """Close the store if it was opened. Idempotent."""
+        """Close the store and the events log if they were opened. Idempotent."""
         store, self._store, self._scoped = self._store, None, None
+        events, self._events, self._reporter = self._events, None, None
+        if events is not None:
+            events.close()
         if store is not None:
             store.close()
 

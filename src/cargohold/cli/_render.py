@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import mimetypes
 from typing import Any
 
 from cargohold._records import ArtifactRecord, ReadOutcome
@@ -59,3 +60,21 @@ def outcome_message(outcome: ReadOutcome, ref: Ref) -> str:
         ReadOutcome.OVER_BUDGET: f"the answer from {ref} is longer than --max-bytes (over budget)",
     }
     return "cargohold: error: " + texts.get(outcome, f"read of {ref} was {outcome.value}")
+
+
+_COMPRESSED = {
+    "gzip": "application/gzip",
+    "bzip2": "application/x-bzip2",
+    "xz": "application/x-xz",
+    "br": "application/x-brotli",
+    "compress": "application/x-compress",
+}
+
+
+def guess_media_type(name: str) -> str | None:
+    """The media type a file name suggests, naming the bytes as stored (gzip, not JSON)."""
+    media_type, encoding = mimetypes.guess_type(name, strict=False)
+    if encoding is not None:
+        # `report.json.gz` holds gzip bytes, not JSON: the media type names the bytes stored.
+        return _COMPRESSED.get(encoding, "application/octet-stream")
+    return media_type

@@ -1,0 +1,335 @@
+"""The decision commands: ``offload``, ``read``, ``grep``, ``query`` and ``events``.
+
+Each one is exactly one offload or rehydrate decision, reported as one event to the JSON-lines
+events log (``events_log`` in the configuration; by default ``events.jsonl`` in the user's state
+directory), which ``cargohold events`` shows.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cargohold._events import OffloadOutcome, RehydrateOutcome
+from cargohold._offload import OffloadResult
+from cargohold._records import MAX_READ_BYTES, ReadOutcome
+from cargohold._rehydrate import RehydrateResult
+from cargohold._stub import Budget
+from cargohold.cli._context import get_app
+from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
+from cargohold.cli._render import guess_media_type, outcome_message
+
+_BUDGETS = [b.label for b in Budget]
+_OFFLOAD_EXIT = {
+    OffloadOutcome.INLINE: ExitCode.OK,
+    OffloadOutcome.OFFLOADED: ExitCode.OK,
+    OffloadOutcome.EXISTING_REFERENCE: ExitCode.OK,
+    OffloadOutcome.BYPASS: ExitCode.OK,
+    OffloadOutcome.REJECTED: ExitCode.REJECTED,
+    OffloadOutcome.FAILED: ExitCode.ERROR,
+}
+
+
+def _echo_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+_BUDGET_OPTION = click.option(
+    "--budget",
+    type=click.IntRange(1, MAX_READ_BYTES),
+    metavar="BYTES",
+    help="Most bytes the answer may hold (default: read_budget, 16 KiB; at most 1 MiB). A "
+    "longer answer is refused with exit 7 and nothing is printed.",
+)
+_JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+_RAW_OPTION = click.option(
+    "--raw", is_flag=True, help="Print only the answer, without the recovered-segment markers."
+)
+
+
+def _finish_read(result: RehydrateResult, *, as_json: bool, raw: bool) -> None:
+    if as_json:
+        _echo_json(
+            {
+                "outcome": result.outcome.value,
+                "reason": result.reason.value,
+                "ref": str(result.ref),
+                "span": result.span,
+                "answer_bytes": result.answer_bytes,
+                "budget": result.budget,
+                "content": result.content,
+                "segment": result.segment,
+                "event": result.event.as_dict(),
+            }
+        )
+    elif result.segment is not None and result.content is not None:
+        click.echo(result.content if raw else result.segment)
+    code = OUTCOME_EXIT[ReadOutcome(result.outcome.value)]
+    if result.outcome is not RehydrateOutcome.RESOLVED:
+        if not as_json:
+            line = outcome_message(ReadOutcome(result.outcome.value), result.ref)
+            if result.outcome is RehydrateOutcome.OVER_BUDGET:
+                line = (
+                    f"cargohold: error: the answer would be {result.answer_bytes:,} bytes, over "
+                    f"the {result.budget:,}-byte budget; ask for less, or raise --budget"
+                )
+            click.echo(line, err=True)
+        raise click.exceptions.Exit(int(code))
+
+
+def _span(value: str | None, what: str) -> tuple[int, int | None] | None:
+    if value is None:
+        return None
+    start_text, sep, end_text = value.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        start = int(start_text) if start_text.strip() else None
+        end = int(end_text) if end_text.strip() else None
+    except ValueError:
+        raise click.BadParameter(f"expected A:B {what}, e.g. 0:4096, 100: or :4096") from None
+    first = 0 if what == "bytes" else 1
+    start = first if start is None else start
+    if start < first or (end is not None and end < start):
+        raise click.BadParameter(f"{what} run from {first}, and A <= B")
+    return start, end
+
+
+@click.command()
+@click.argument("file", metavar="FILE|-", type=click.File("rb"))
+@click.option("--tool", help="Name of the tool that produced the output (shown in the stub).")
+@click.option("--media-type", metavar="TYPE/SUBTYPE", help="Media type of the output.")
+@click.option(
+    "--budget",
+    type=click.Choice(_BUDGETS),
+    help="Stub budget: light 4 KiB, balanced 8 KiB (default), strong 12 KiB, max 16 KiB.",
+)
+@click.option(
+    "--threshold",
+    type=click.IntRange(min=1),
+    metavar="BYTES",
+    help="Heavy threshold for this call (default: heavy_threshold, 32 KiB).",
+)
+@click.option("--failed", is_flag=True, help="The tool call failed: never summarize its output.")
+@_JSON_OPTION
+def offload(
+    file: Any,
+    tool: str | None,
+    media_type: str | None,
+    budget: str | None,
+    threshold: int | None,
+    failed: bool,
+    as_json: bool,
+) -> None:
+    """Decide what of a tool's output enters a model's context, and print it.
+
+    At or above the heavy threshold the exact bytes are stored and the stub is printed: a
+    reference, what the output is, a preview within the budget, and how to read more. Below it,
+    the output is printed unchanged (inline). A refused output (a limit, a sensitivity) prints a
+    short notice and exits 8; a store failure prints a notice and exits 1. Never the raw body.
+
+    \b
+    Examples:
+      pytest 2>&1 | cargohold offload - --tool pytest --failed
+      cargohold offload orders.json --tool list_orders --budget light
+    """
+    app = get_app()
+    data = file.read(app.settings.limits.max_artifact_bytes + 1)
+    name = getattr(file, "name", "-")
+    if media_type is None and isinstance(name, str) and name != "<stdin>":
+        media_type = guess_media_type(name)
+    offloader = app.offloader(threshold=threshold)
+    result: OffloadResult = offloader.offload(
+        data, tool=tool, media_type=media_type, budget=budget, failed=failed
+    )
+    if as_json:
+        _echo_json(
+            {
+                "outcome": result.outcome.value,
+                "reason": result.reason.value,
+                "ref": None if result.ref is None else str(result.ref),
+                "stub": None if result.stub is None else result.stub.as_dict(),
+                "content": result.text,
+                "event": result.event.as_dict(),
+            }
+        )
+    elif isinstance(result.content, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.content)
+        sys.stdout.buffer.flush()
+    else:
+        click.echo(result.content)
+    event = result.event
+    click.echo(
+        f"cargohold: {result.outcome.value} ({result.reason.value}): {event.observed_bytes:,} "
+        f"bytes in, {event.context_bytes:,} bytes into context",
+        err=True,
+    )
+    code = _OFFLOAD_EXIT[result.outcome]
+    if code is not ExitCode.OK:
+        raise click.exceptions.Exit(int(code))
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--bytes", "byte_span", metavar="A:B", help="Bytes A (inclusive) to B (exclusive).")
+@click.option("--lines", "line_span", metavar="A:B", help="Lines A to B, inclusive, from 1.")
+@_BUDGET_OPTION
+@_RAW_OPTION
+@_JSON_OPTION
+def read(
+    ref: str,
+    byte_span: str | None,
+    line_span: str | None,
+    budget: int | None,
+    raw: bool,
+    as_json: bool,
+) -> None:
+    """Read part of REF, verified, within a byte budget.
+
+    The answer is printed as a recovered segment: marker lines naming the reference, the span
+    and the SHA-256 of the text, so the offload seam and the edge guard let it through. Text is
+    cut to whole characters (the span says exactly which bytes); binary comes back as base64.
+
+    \b
+    Examples:
+      cargohold read artifact://sha256/<hex> --bytes 0:2000
+      cargohold read artifact://sha256/<hex> --lines 120:160 --raw
+    """
+    if byte_span is not None and line_span is not None:
+        raise click.UsageError("give --bytes or --lines, not both")
+    app = get_app()
+    reader = app.rehydrator()
+    budget = budget or app.settings.read_budget
+    lines = _span(line_span, "lines")
+    if lines is not None:
+        result = reader.read_lines(ref, lines[0], lines[1], budget=budget)
+    else:
+        start, end = _span(byte_span, "bytes") or (0, None)
+        length = None if end is None else end - start
+        result = reader.read(ref, offset=start, length=length, budget=budget)
+    _finish_read(result, as_json=as_json, raw=raw)
+
+
+@click.command()
+@click.argument("ref")
+@click.argument("pattern")
+@click.option("-i", "--ignore-case", is_flag=True, help="Match regardless of case.")
+@click.option(
+    "--max-matches",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Show at most this many matching lines (all are counted).",
+)
+@_BUDGET_OPTION
+@_RAW_OPTION
+@_JSON_OPTION
+def grep(
+    ref: str,
+    pattern: str,
+    ignore_case: bool,
+    max_matches: int,
+    budget: int | None,
+    raw: bool,
+    as_json: bool,
+) -> None:
+    """Print the lines of REF matching PATTERN, with their line numbers.
+
+    PATTERN is a regular expression in RE2 syntax, run by a linear-time engine: no pattern can
+    make the search hang. Very long lines are shown as a window around the match.
+
+    \b
+    Examples:
+      cargohold grep artifact://sha256/<hex> 'ERROR|FATAL'
+      cargohold grep artifact://sha256/<hex> 'timeout' -i --max-matches 20
+    """
+    app = get_app()
+    result = app.rehydrator().grep(
+        ref,
+        pattern,
+        ignore_case=ignore_case,
+        max_matches=max_matches,
+        budget=budget or app.settings.read_budget,
+    )
+    _finish_read(result, as_json=as_json, raw=raw)
+
+
+@click.command()
+@click.argument("ref")
+@click.argument("expression")
+@_BUDGET_OPTION
+@_RAW_OPTION
+@_JSON_OPTION
+def query(ref: str, expression: str, budget: int | None, raw: bool, as_json: bool) -> None:
+    """Evaluate a JMESPath EXPRESSION on the JSON artifact REF; print the result as JSON.
+
+    \b
+    Examples:
+      cargohold query artifact://sha256/<hex> 'length(@)'
+      cargohold query artifact://sha256/<hex> "[?status=='refunded'].id"
+    """
+    app = get_app()
+    result = app.rehydrator().query(ref, expression, budget=budget or app.settings.read_budget)
+    _finish_read(result, as_json=as_json, raw=raw)
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a crashed writer; the rest still reads
+            if isinstance(value, dict):
+                yield value
+
+
+@click.command()
+@click.option("--tail", type=click.IntRange(min=1), metavar="N", help="Only the last N events.")
+@click.option(
+    "--file",
+    "log_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read this JSON-lines file instead of the configured events log.",
+)
+@_JSON_OPTION
+def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
+    """Show the decision events that cargohold commands logged, oldest first.
+
+    One event per offload or rehydrate decision: operation, outcome, reason, bytes observed
+    against the threshold or budget, the reference when the outcome carries one. Events never
+    hold a body, a path, an owner or an exception's text.
+
+    \b
+    Examples:
+      cargohold events --tail 20
+      cargohold events --json | jq '.[] | select(.outcome == "stale")'
+    """
+    path = log_file or get_app().events_path
+    found = list(_lines(path)) if path.exists() else []
+    if tail is not None:
+        found = found[-tail:]
+    if as_json:
+        _echo_json(found)
+        return
+    if not found:
+        click.echo("cargohold: no events logged yet", err=True)
+        return
+    for event in found:
+        ref = event.get("ref") or "-"
+        tool = event.get("tool") or "-"
+        click.echo(
+            f"{event.get('sequence', 0):>5}  {event.get('operation', '?'):<9} "
+            f"{event.get('outcome', '?'):<18} {event.get('reason', '?'):<22} "
+            f"{event.get('observed_bytes', 0):>10,}/{event.get('limit_bytes', 0):<10,} "
+            f"{tool:<16} {ref}"
+        )
