@@ -54,7 +54,7 @@ class ScopedStore:
 
     def put(
         self,
-        data: bytes,
+        data: bytes | bytearray | memoryview,
         *,
         media_type: str | None = None,
         kind: str | None = None,

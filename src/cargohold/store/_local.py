@@ -373,7 +373,9 @@ class LocalStore:
         chunks = pending.result() if pending is not None else bytes.fromhex(ref.digest)
         return staged, chunks
 
-    def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
+    def put(
+        self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
+    ) -> PutResult:
         write = prepare_write(data, request, self.limits)
         with _translated():
             fast = self._put_existing(scope, write)

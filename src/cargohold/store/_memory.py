@@ -58,7 +58,9 @@ class MemoryStore:
     def __repr__(self) -> str:
         return "MemoryStore()"
 
-    def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
+    def put(
+        self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
+    ) -> PutResult:
         write = prepare_write(data, request, self.limits)
         digest = write.ref.digest
         key: _ArtifactKey = (*scope.owner, digest)

@@ -52,7 +52,9 @@ class StoreBackend(Protocol):
 
     limits: Limits
 
-    def put(self, scope: Scope, data: bytes, request: PutRequest) -> PutResult:
+    def put(
+        self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
+    ) -> PutResult:
         """Store ``data`` for ``scope``; durable when this returns."""
         ...
 

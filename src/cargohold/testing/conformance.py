@@ -167,8 +167,8 @@ def test_bytearray_and_memoryview_store_the_same_bytes_as_bytes(store: StoreBack
     data = body(300, seed=2)
 
     # ScopedStore.put is annotated `bytes` though every backend takes any bytes-like buffer.
-    refs = {scoped.put(data).ref, scoped.put(bytearray(data)).ref}  # type: ignore[arg-type]
-    refs.add(scoped.put(memoryview(data)).ref)  # type: ignore[arg-type]
+    refs = {scoped.put(data).ref, scoped.put(bytearray(data)).ref}
+    refs.add(scoped.put(memoryview(data)).ref)
 
     assert refs == {Ref.of(data)}
     assert store.store_usage() == Usage(1, len(data))
