@@ -43,3 +43,4 @@ def _no_ambient_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
         if name.startswith("CARGOHOLD_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))

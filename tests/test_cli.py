@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 import cargohold
 from cargohold.cli import OUTCOME_EXIT, ExitCode, cli, main
-from cargohold.cli._demo import SAMPLE, sample_bytes
+from cargohold.cli._demo import SAMPLE, batch_log, sample_bytes
 
 TENANT = "tenant-q7x41"
 USER = "user-k2m93"
@@ -628,20 +628,45 @@ def test_verify_exits_0_on_a_clean_store_and_1_after_tampering(root: Path) -> No
 # -- demo ---------------------------------------------------------------------------------------
 
 
-def test_demo_runs_on_a_temp_store_and_leaves_the_sample_stored_once(root: Path) -> None:
+def test_demo_runs_twice_on_a_temp_store_storing_each_tool_result_once(root: Path) -> None:
     first = run(root, "demo")
     second = run(root, "demo")
 
     assert first.exit_code == ExitCode.OK
     assert second.exit_code == ExitCode.OK
     sample_ref = str(cargohold.Ref.of(sample_bytes()))
+    log_ref = str(cargohold.Ref.of(batch_log()))
     listed = json_out(run(root, "ls", "--json"))
-    assert [(r["ref"], r["media_type"], r["tool"]) for r in listed] == [
-        (sample_ref, "application/json", "list_orders")
-    ]
-    assert json_out(run(root, "du", "--json"))["store"]["objects"] == 1
-    assert run(root, "verify").exit_code == ExitCode.OK
+    assert sorted((r["ref"], r["media_type"], r["tool"]) for r in listed) == sorted(
+        [
+            (sample_ref, "application/json", "list_orders"),
+            (log_ref, "text/plain", "fetch_logs"),
+        ]
+    )
+    assert json_out(run(root, "du", "--json"))["store"]["objects"] == 2
+    assert run(root, "verify").exit_code == ExitCode.OK  # the tampered byte was restored
     assert sample_ref in first.stdout
+    assert log_ref in first.stdout
+    assert "offloaded" in first.stdout
+    assert "stale" in first.stdout
+
+
+def test_demo_logs_one_event_per_decision(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "events.jsonl"
+    monkeypatch.setenv("CARGOHOLD_EVENTS_LOG", str(log))
+
+    result = run(root, "demo")
+
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert result.exit_code == ExitCode.OK
+    outcomes = sorted(e["outcome"] for e in events)
+    expected = ["offloaded", "offloaded", "inline", "existing_reference", "stale"]
+    assert outcomes == sorted([*expected, "resolved", "resolved", "resolved"])
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+    analyst = [e for e in events if e["agent_id"] == "log-analyst"]
+    assert [(e["parent_agent_id"], e["depth"]) for e in analyst] == [("demo-agent", 1)]
 
 
 def test_demo_runs_on_a_memory_store() -> None:

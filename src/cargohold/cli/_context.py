@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from cargohold._events import Reporter
     from cargohold._offload import Offloader
     from cargohold._rehydrate import Rehydrator
+    from cargohold._sinks import JsonLinesSink
 
 
 def default_events_path() -> Path:
@@ -50,6 +51,7 @@ class App:
         self._scoped: ScopedStore | None = None
         self._events: IO[str] | None = None
         self._reporter: Reporter | None = None
+        self._sink: JsonLinesSink | None = None
 
     @property
     def settings(self) -> Settings:
@@ -85,17 +87,25 @@ class App:
         return Path(named).expanduser() if named else default_events_path()
 
     @property
-    def reporter(self) -> Reporter:
-        """A reporter appending this command's decision events to the events log."""
-        if self._reporter is None:
-            from cargohold._events import Reporter
+    def events_sink(self) -> JsonLinesSink:
+        """A sink appending to the events log (0600, in a 0700 directory), opened once."""
+        if self._sink is None:
             from cargohold._sinks import JsonLinesSink
 
             path = self.events_path
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             self._events = os.fdopen(fd, "a", encoding="utf-8")
-            self._reporter = Reporter([JsonLinesSink(self._events)], agent_id="cli")
+            self._sink = JsonLinesSink(self._events)
+        return self._sink
+
+    @property
+    def reporter(self) -> Reporter:
+        """A reporter appending this command's decision events to the events log."""
+        if self._reporter is None:
+            from cargohold._events import Reporter
+
+            self._reporter = Reporter([self.events_sink], agent_id="cli")
         return self._reporter
 
     def offloader(self, *, threshold: int | None = None) -> Offloader:
@@ -122,7 +132,7 @@ class App:
     def close(self) -> None:
         """Close the store and the events log if they were opened. Idempotent."""
         store, self._store, self._scoped = self._store, None, None
-        events, self._events, self._reporter = self._events, None, None
+        events, self._events, self._reporter, self._sink = self._events, None, None, None
         if events is not None:
             events.close()
         if store is not None:

@@ -1,47 +1,118 @@
-"""``cargohold demo``: the main job, step by step, on the embedded default store (or --store)."""
+"""``cargohold demo``: a scripted, offline agent run on the embedded store, in one screen.
+
+The agent's tools return real heavy outputs (a generated batch-job log, the shipped orders sample);
+the demo shows the stubs that entered the context instead, explicit verified reads of exact
+slices, deduplication, a tampered blob reading as stale, and the run summary.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import time
+import random
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import click
 
-from cargohold._records import CHUNK_SIZE
-from cargohold.cli._context import fail_outcome, get_app
+from cargohold._events import Reporter
+from cargohold._offload import Offloader, OffloadResult
+from cargohold._rehydrate import RehydrateResult, Rehydrator
+from cargohold._sinks import RunSummary
+from cargohold._stub import Budget
+from cargohold.cli._context import get_app
 from cargohold.cli._exit import ExitCode
-from cargohold.cli._progress import ProgressBar
-from cargohold.cli._render import human_bytes, record_fields
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SAMPLE = "orders.json"
 """The shipped sample: a tool's JSON answer listing 280 orders, one per line (about 55 KiB)."""
 
-_SAMPLE_TOOL = "list_orders"
-_EXCERPT = 150
-_JSON_BYTES_PER_TOKEN = 3.25
-"""Measured for JSON with the o200k tokenizer (see DESIGN, measured facts)."""
+_TASK = "Why did last night's billing batch fail, and how many orders were refunded?"
+_STUB_LINES_SHOWN = 6
 
 
 def sample_bytes() -> bytes:
-    """The exact bytes of the sample file shipped inside the package."""
+    """The exact bytes of the orders sample shipped inside the package."""
     return resources.files("cargohold").joinpath("samples").joinpath(SAMPLE).read_bytes()
 
 
-def _order_span(sample: bytes, order_id: int) -> tuple[int, int]:
-    """Byte offsets of one order's JSON object in the sample (one order per line)."""
-    start = sample.index(b'{"id":%d,' % order_id)
-    return start, sample.index(b"\n", start) - 1  # drop the line's trailing comma
+def batch_log() -> bytes:
+    """A realistic billing-batch log (about 400 KB), the same bytes on every run.
+
+    Mostly INFO progress, some WARN retries, a handful of ERRORs, and a fatal traceback at the end:
+    the kind of output whose important part is not in its first lines.
+    """
+    rng = random.Random(20261129)  # noqa: S311 - fixed seed: the same log, byte for byte
+    workers = [f"worker-{n}" for n in range(1, 9)]
+    lines: list[str] = []
+    second = 0
+    for invoice in range(1, 3101):
+        second += rng.randint(0, 3)
+        stamp = f"2026-11-29T02:{(second // 60) % 60:02d}:{second % 60:02d}Z"
+        worker = rng.choice(workers)
+        amount = rng.randint(100, 90000) / 100
+        roll = rng.random()
+        if invoice in (1187, 1842, 2231, 2893):
+            lines.append(
+                f"{stamp} ERROR [{worker}] billing.charge invoice=INV-{invoice:06d} "
+                f"amount={amount:.2f} gateway=stripe error=card_declined code=insufficient_funds"
+            )
+        elif roll < 0.03:
+            lines.append(
+                f"{stamp} WARN  [{worker}] billing.charge invoice=INV-{invoice:06d} "
+                f"retry=1 reason=gateway_timeout after_ms={rng.randint(3000, 9000)}"
+            )
+        else:
+            lines.append(
+                f"{stamp} INFO  [{worker}] billing.charge invoice=INV-{invoice:06d} "
+                f"amount={amount:.2f} currency=EUR status=charged latency_ms={rng.randint(40, 900)}"
+            )
+    lines += [
+        "2026-11-29T03:12:44Z ERROR [scheduler] billing.batch aborted after 3100 invoices:"
+        " ledger lock not acquired",
+        "Traceback (most recent call last):",
+        '  File "/srv/billing/batch.py", line 212, in run',
+        "    ledger.commit(batch)",
+        '  File "/srv/billing/ledger.py", line 88, in commit',
+        "    with self.lock(timeout=30):",
+        '  File "/srv/billing/locks.py", line 41, in lock',
+        "    raise LockTimeout(name)",
+        "billing.locks.LockTimeout: ledger-2026-11-29",
+        "2026-11-29T03:12:44Z FATAL [scheduler] exit status 70",
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _stub_excerpt(console: Console, text: str) -> None:
+    from rich.markup import escape
+
+    lines = text.splitlines()
+    shown = lines[:_STUB_LINES_SHOWN]
+    for line in shown:
+        console.print(f"   [dim]│[/] {escape(line[:110])}", soft_wrap=True, highlight=False)
+    hidden = len(lines) - len(shown) - 1
+    console.print(f"   [dim]│ … {hidden} more lines: the preview and the read tools[/]")
+    console.print(f"   [dim]│[/] {escape(lines[-1])}", soft_wrap=True, highlight=False)
+
+
+def _answer_excerpt(console: Console, result: RehydrateResult, lines: int) -> None:
+    from rich.markup import escape
+
+    content = (result.content or "").splitlines()
+    for line in content[:lines] if lines > 0 else content[lines:]:
+        console.print(f"   [dim]│[/] {escape(line[:110])}", soft_wrap=True, highlight=False)
 
 
 @click.command()
 def demo() -> None:
-    """Run cargohold's main job once, on a shipped sample, and explain each step.
+    """Run a scripted agent on the embedded store and show what cargohold does, in one screen.
 
-    Stores a sample tool result (a JSON list of orders), shows its metadata, reads it back
-    verified (whole and a byte range), stores it again to show that identical bytes are written
-    once, and verifies the whole store. Uses the embedded default store unless --store (or the
-    configuration) names another; try it on a throw-away store with --store memory://.
+    An offline, scripted agent answers a question with three tools: two return heavy output
+    (a 400 KB log, a 55 KB JSON list of orders), which is stored and replaced in its context by
+    bounded stubs; one returns a small status, which stays inline. The agent (and a sub-agent)
+    then reads exact, verified slices on purpose; a byte flipped on disk makes a read stale; the
+    run summary says what stayed out of the context. Decision events go to the events log
+    (`cargohold events`).
 
     \b
     Examples:
@@ -49,125 +120,111 @@ def demo() -> None:
       cargohold --store memory:// demo
     """
     from rich.console import Console
-    from rich.markup import escape
-    from rich.text import Text
 
     app = get_app()
     console = Console(highlight=False)
+    summary = RunSummary()
+    agent = Reporter([app.events_sink, summary], agent_id="demo-agent")
+    offloader = Offloader(app.scoped, budget=Budget.LIGHT, reporter=agent)
+    reader = Rehydrator(app.scoped, reporter=agent)
+    analyst = Rehydrator(app.scoped, reporter=agent.child("log-analyst"))
+    where = "the embedded local store" if app.default_store else "the store you named"
 
-    def say(markup: str, indent: int = 3) -> None:
-        """An indented paragraph, wrapped to the terminal without trailing blanks."""
-        for line in Text.from_markup(markup).wrap(console, max(20, console.width - indent)):
-            line.rstrip()
-            console.print(Text(" " * indent) + line if line.plain else "", soft_wrap=True)
-
-    def show_ref(markup: str) -> None:
-        """A line holding a reference or bytes: never wrapped, so it can be copied whole."""
-        console.print("   " + markup, soft_wrap=True)
-
-    scoped = app.scoped
-    sample = sample_bytes()
-    where = (
-        "the embedded default store (local files + SQLite index in your cache directory)"
-        if app.default_store
-        else "the store named by --store or your configuration"
+    console.rule("[bold]cargohold demo[/]: a scripted agent run, offline")
+    console.print(
+        f"Store: {where}, your scope. Heavy threshold 32 KiB; stubs within 4 KiB (light).\n"
+        f'Task: [italic]"{_TASK}"[/]\n'
     )
-    console.rule("[bold]cargohold demo")
-    say(f"Working in {where}, in your own scope (tenant, user, session).\n", indent=0)
 
-    # 1. store
-    first = scoped.put(sample, media_type="application/json", kind="json", tool=_SAMPLE_TOOL)
-    ref = first.ref
-    console.print("[bold]1. Store a heavy tool result[/]  ([dim]cargohold put FILE[/])")
-    tokens = round(len(sample) / _JSON_BYTES_PER_TOKEN, -3)
-    say(
-        f"A tool, [cyan]{_SAMPLE_TOOL}[/], answered with 280 orders as JSON: {len(sample):,} "
-        f"bytes, about {tokens:,.0f} tokens if pasted into a model's context. cargohold stored "
-        "the exact bytes (staged, fsynced, renamed into place) and gave back a reference, which "
-        "is all a conversation needs to carry:"
-    )
-    show_ref(f"[green]{ref}[/]")
-    if first.existing:
-        say("[dim](already stored by an earlier run: nothing was written twice)[/]")
-    say("The reference is the SHA-256 of the bytes: it names no path, no owner, no content.\n")
-
-    # 2. metadata
-    stat = scoped.stat(ref)
-    if stat.record is None or not stat.ok:
-        raise fail_outcome(stat)
-    fields = record_fields(stat.record, now=time.time())
-    console.print("[bold]2. What the store knows about it[/]  ([dim]cargohold show REF[/])")
-    for key in ("size", "media_type", "kind", "tool", "sensitivity", "complete", "expires"):
-        value = fields[key]
-        if key == "size":
-            shown = f"{value:,} bytes"
-        elif key == "complete":
-            shown = "yes" if value else "no (truncated by its producer)"
+    def tool_call(step: int, name: str, value: object, media_type: str) -> OffloadResult:
+        result = offloader.offload(value, tool=name, media_type=media_type)
+        event = result.event
+        head = f"[bold]{step}[/] tool [cyan]{name}[/] returned {event.observed_bytes:,} bytes"
+        if result.stub is not None:
+            again = (
+                " (already stored: same ref, no second write)"
+                if result.ref and (result.outcome.value == "existing_reference")
+                else ""
+            )
+            console.print(
+                f"{head} → [green]{result.outcome.value}[/]{again}; "
+                f"{event.context_bytes:,}-byte stub in context instead:"
+            )
+            _stub_excerpt(console, result.stub.text)
         else:
-            shown = str(value)
-        console.print(f"   [dim]{key:<15}[/]{escape(shown)}", soft_wrap=True)
-    say("Your scope is recorded with it, and never shown in a stub or an event.\n")
+            console.print(f"{head} → [green]{result.outcome.value}[/]: small, kept as it is")
+        return result
 
-    # 3. verified reads
-    console.print("[bold]3. Read it back, verified[/]  ([dim]cargohold cat REF[/])")
-    whole = scoped.read(ref)
-    if not whole.ok or whole.data is None:
-        raise fail_outcome(whole)
-    digest = hashlib.sha256(whole.data).hexdigest()
-    if digest != ref.digest or whole.data != sample:
-        console.print("   [red]the bytes read back differ from the sample[/]")
-        raise click.exceptions.Exit(int(ExitCode.ERROR))
-    say(
-        f"Whole body: {len(whole.data):,} bytes; their SHA-256 matches the reference "
-        "[green]\u2713[/]"
-    )
-    start, end = _order_span(sample, 100)
-    part = scoped.read(ref, start=start, end=end)
-    if not part.ok or part.data is None:
-        raise fail_outcome(part)
-    if part.data != sample[start:end]:
-        console.print("   [red]the range read back differs from the sample[/]")
-        raise click.exceptions.Exit(int(ExitCode.ERROR))
-    touched = (end - 1) // CHUNK_SIZE - start // CHUNK_SIZE + 1
-    chunks = max(1, -(-len(sample) // CHUNK_SIZE))
-    say(
-        f"Range {start}:{end} ([dim]cat REF --range {start}:{end}[/]): order 100 alone, "
-        f"{len(part.data)} bytes, equal to the same bytes of the sample [green]\u2713[/]. It was "
-        f"checked by re-hashing only the {human_bytes(CHUNK_SIZE)} chunks it touches "
-        f"({touched} of {chunks}) against digests recorded at write:"
-    )
-    excerpt = part.data[:_EXCERPT].decode("utf-8", "replace")
-    more = "\u2026" if len(part.data) > _EXCERPT else ""
-    show_ref(f"[cyan]{escape(excerpt)}{more}[/]\n")
-
-    # 4. deduplication
-    again = scoped.put(sample, media_type="application/json", kind="json", tool=_SAMPLE_TOOL)
-    console.print("[bold]4. Store the same bytes again[/]  ([dim]cargohold put FILE[/])")
-    same = "the same reference" if again.ref == ref else "[red]a different reference[/]"
-    written = "[red]written again[/]" if again.blob_written else "no second write"
-    say(
-        f"{same.capitalize()}, existing={str(again.existing).lower()}, {written}: identical "
-        "bytes are stored once [green]\u2713[/]\n"
-    )
-    if again.ref != ref or not again.existing or again.blob_written:
+    log = tool_call(1, "fetch_logs", batch_log(), "text/plain")
+    orders = tool_call(2, "list_orders", sample_bytes().decode(), "application/json")
+    tool_call(3, "batch_status", {"job": "billing", "state": "failed", "exit": 70}, "")
+    if log.ref is None or orders.ref is None:
+        console.print("[red]the store refused the demo's results; see `cargohold du`[/]")
         raise click.exceptions.Exit(int(ExitCode.ERROR))
 
-    # 5. verify
-    console.print("[bold]5. Verify the whole store[/]  ([dim]cargohold verify[/])")
+    found = analyst.grep(log.ref, r"ERROR|FATAL", max_matches=3)
+    console.print(
+        f'[bold]4[/] sub-agent [cyan]log-analyst[/] calls artifact_grep(log, "ERROR|FATAL") → '
+        f"[green]{found.outcome.value}[/], verified, {found.answer_bytes:,} bytes:"
+    )
+    _answer_excerpt(console, found, 4)
+
+    expression = "length([?status=='refunded'])"
+    refunded = reader.query(orders.ref, expression)
+    console.print(
+        f'[bold]5[/] agent calls artifact_query(orders, "{expression}") → '
+        f"[green]{refunded.outcome.value}[/]: [bold]{refunded.content}[/] refunded orders"
+    )
+    tail = reader.read_lines(log.ref, 3102, 3110)
+    console.print(
+        f"[bold]6[/] agent calls artifact_read_lines(log, 3102, 3110) → "
+        f"[green]{tail.outcome.value}[/]: {tail.span}, the traceback's last lines:"
+    )
+    _answer_excerpt(console, tail, -2)
+
+    dup = offloader.offload(
+        sample_bytes().decode(), tool="list_orders", media_type="application/json"
+    )
+    console.print(
+        f"[bold]7[/] tool [cyan]list_orders[/] again, same bytes → [green]{dup.outcome.value}[/]: "
+        "same reference, nothing written twice"
+    )
+
+    corrupt = getattr(app.store, "corrupt_for_tests", None)
+    if corrupt is not None:
+        corrupt(app.scoped.scope.tenant, log.ref, 1000)
+        try:
+            stale = reader.read_lines(log.ref, 1, 5)
+        finally:
+            corrupt(app.scoped.scope.tenant, log.ref, 1000)  # flip it back
+        console.print(
+            "[bold]8[/] a disk fault flips one stored byte of the log; artifact_read_lines(log, "
+            f"1, 5) → [red]{stale.outcome.value}[/]: no bytes returned. (Byte restored.)"
+        )
+
+    from cargohold.cli._progress import ProgressBar
+
     with ProgressBar("verifying blobs") as bar:
         findings = app.store.verify(progress=bar)
-    blobs = bar.total or app.store.store_usage().objects
     if findings:
-        for finding in findings:
-            say(f"[red]{escape(finding.kind)}[/] {escape(finding.detail)}")
-        say(f"{len(findings)} findings; nothing was deleted. See `cargohold verify`.")
-        raise click.exceptions.Exit(int(ExitCode.ERROR))
-    say(
-        f"Every blob in the store ({blobs:,}) re-hashed against its digest: nothing corrupt, "
-        "orphaned or unknown [green]\u2713[/]\n"
+        kinds = ", ".join(sorted({finding.kind for finding in findings}))
+        console.print(f"[red]verify found {len(findings)} problems ({kinds}); see cargohold verify")
+    else:
+        console.print(
+            "[bold]9[/] cargohold verify: every blob re-hashed against its digest → [green]clean[/]"
+        )
+    console.rule("run summary")
+    data = summary.as_dict()
+    decisions = ", ".join(f"{k} {v}" for k, v in data["decisions"].items())
+    console.print(f"decisions: {decisions}")
+    console.print(
+        f"kept out of context: [bold]{data['bytes_kept_out']:,} bytes[/] (about "
+        f"{data['estimated_tokens_kept_out']:,} tokens) behind {data['context_bytes_instead']:,} "
+        f"bytes of stubs; {data['recovered_bytes']:,} bytes read back on purpose."
     )
-    console.rule()
-    console.print("Next, try:")
-    show_ref(f"cargohold show {ref}")
-    show_ref(f"cargohold cat {ref} --range 0:400")
-    say("cargohold ls    cargohold du    cargohold gc --dry-run    cargohold --help")
+    console.print(
+        "Every decision is one event in the events log: [dim]cargohold events --tail 10[/]\n"
+        f"Read more yourself: [dim]cargohold grep {log.ref} WARN[/]"
+    )
+    if findings:
+        raise click.exceptions.Exit(int(ExitCode.ERROR))
