@@ -1,0 +1,213 @@
+"""The decision commands of the CLI: offload, read, grep, query, events."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import cargohold
+from cargohold.cli import ExitCode, cli
+
+TENANT, USER, SESSION = "tenant-d41", "user-d42", "session-d43"
+LOG = (
+    "".join(
+        f"2026-11-29T02:{i // 60 % 60:02d}:{i % 60:02d}Z INFO job step={i} ok\n"
+        for i in range(1, 1500)
+    )
+    + "2026-11-29T03:00:00Z ERROR job failed: ledger lock not acquired\n"
+)
+ORDERS = json.dumps(
+    [
+        {"id": i, "status": "refunded" if i % 7 == 0 else "paid", "total": i * 1.5}
+        for i in range(900)
+    ]
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CARGOHOLD_EVENTS_LOG", str(tmp_path / "state" / "events.jsonl"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return tmp_path / "store"
+
+
+def run(root: Path, *args: str, input: str | bytes | None = None, session: str = SESSION) -> Result:
+    scope = ["--tenant", TENANT, "--user", USER, "--session", session]
+    return CliRunner().invoke(
+        cli, ["--store", str(root), *scope, *args], input=input, catch_exceptions=False
+    )
+
+
+def offloaded_ref(root: Path, text: str, *args: str) -> str:
+    result = run(root, "offload", "-", *args, input=text)
+    assert result.exit_code == ExitCode.OK
+    info = cargohold.parse_stub(result.stdout.rstrip("\n"))
+    assert info is not None
+    return str(info.ref)
+
+
+def test_offload_of_heavy_output_prints_a_genuine_stub_and_stores_the_exact_bytes(
+    root: Path,
+) -> None:
+    result = run(root, "offload", "-", "--tool", "tail_log", input=LOG)
+
+    stub = result.stdout.rstrip("\n")
+    info = cargohold.parse_stub(stub)
+    assert result.exit_code == ExitCode.OK
+    assert info is not None
+    assert info.ref == cargohold.Ref.of(LOG.encode())
+    assert len(stub.encode()) <= cargohold.Budget.BALANCED
+    assert "tool tail_log" in stub
+    assert run(root, "cat", str(info.ref)).stdout == LOG
+
+
+def test_offload_below_the_threshold_prints_the_output_unchanged(root: Path) -> None:
+    result = run(root, "offload", "-", input="short answer\n")
+
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout == "short answer\n"  # byte for byte
+    assert run(root, "ls", "--json").stdout.strip() == "[]"
+
+
+def test_offload_threshold_option_lowers_the_bar_for_one_call(root: Path) -> None:
+    result = run(root, "offload", "-", "--threshold", "10", "--budget", "light", input="x" * 20)
+
+    info = cargohold.parse_stub(result.stdout.rstrip("\n"))
+    assert info is not None
+    assert info.budget is cargohold.Budget.LIGHT
+
+
+def test_offload_over_the_artifact_limit_is_rejected_without_the_body(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_MAX_ARTIFACT_BYTES", "40000")
+    body = "secret-payload-" * 4000
+
+    result = run(root, "offload", "-", input=body)
+
+    assert result.exit_code == ExitCode.REJECTED
+    assert "secret-payload" not in result.stdout + result.stderr
+    assert "artifact_too_large" in result.stdout
+
+
+def test_offload_json_output_carries_the_outcome_and_the_event(root: Path) -> None:
+    result = run(root, "offload", "-", "--json", "--tool", "orders", input=ORDERS)
+
+    data = json.loads(result.stdout)
+    assert data["outcome"] == "offloaded"
+    assert data["event"]["ref"] == data["ref"] == data["stub"]["ref"]
+    assert data["event"]["observed_bytes"] == len(ORDERS.encode())
+
+
+def test_read_bytes_prints_a_genuine_recovered_segment_of_the_exact_bytes(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    segment = run(root, "read", ref, "--bytes", "10:200")
+    raw = run(root, "read", ref, "--bytes", "10:200", "--raw")
+
+    info = cargohold.parse_segment(segment.stdout.rstrip("\n"))
+    assert segment.exit_code == ExitCode.OK
+    assert info is not None
+    assert info.span == f"bytes 10-200 of {len(LOG.encode())}"
+    assert raw.stdout == LOG[10:200] + "\n"
+
+
+def test_read_lines_returns_exactly_those_lines(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    result = run(root, "read", ref, "--lines", "1499:1500", "--raw")
+
+    assert result.stdout == "".join(LOG.splitlines(keepends=True)[1498:1500]) + "\n"
+
+
+def test_read_over_its_budget_exits_7_and_prints_nothing(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    result = run(root, "read", ref, "--budget", "100")
+
+    assert result.exit_code == ExitCode.OVER_BUDGET
+    assert result.stdout == ""
+
+
+def test_read_with_both_bytes_and_lines_is_a_usage_error(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    assert run(root, "read", ref, "--bytes", "0:1", "--lines", "1:2").exit_code == ExitCode.USAGE
+
+
+def test_reads_of_other_sessions_and_unknown_refs_exit_with_their_outcome(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+    unknown = "artifact://sha256/" + "ab" * 32
+
+    assert run(root, "read", ref, session="other-session").exit_code == ExitCode.UNAUTHORIZED
+    assert run(root, "grep", unknown, "x").exit_code == ExitCode.MISSING
+    assert run(root, "query", "not-a-ref", "@").exit_code == ExitCode.USAGE
+
+
+def test_grep_finds_the_error_line_with_its_number(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    result = run(root, "grep", ref, "ERROR", "--raw")
+
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout.startswith("1500: 2026-11-29T03:00:00Z ERROR job failed")
+    assert "[1 matching lines; 1 shown]" in result.stdout
+
+
+def test_grep_with_an_invalid_pattern_is_a_usage_error(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    assert run(root, "grep", ref, "(unclosed").exit_code == ExitCode.USAGE
+
+
+def test_query_evaluates_jmespath_on_a_json_artifact(root: Path) -> None:
+    ref = offloaded_ref(root, ORDERS)
+
+    result = run(root, "query", ref, "length([?status=='refunded'])", "--raw")
+
+    assert result.exit_code == ExitCode.OK
+    assert int(result.stdout) == sum(1 for i in range(900) if i % 7 == 0)
+
+
+def test_query_on_text_is_a_usage_error(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    assert run(root, "query", ref, "length(@)").exit_code == ExitCode.USAGE
+
+
+def test_events_shows_one_logged_event_per_decision_in_a_private_file(
+    root: Path, tmp_path: Path
+) -> None:
+    ref = offloaded_ref(root, LOG)
+    run(root, "grep", ref, "ERROR")
+    run(root, "read", ref, "--budget", "10")
+
+    shown = run(root, "events", "--json")
+
+    events = json.loads(shown.stdout)
+    assert [(e["operation"], e["outcome"]) for e in events] == [
+        ("offload", "offloaded"),
+        ("rehydrate", "resolved"),
+        ("rehydrate", "over_budget"),
+    ]
+    log = tmp_path / "state" / "events.jsonl"
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
+    for secret in (TENANT, USER, SESSION, str(root), "ledger lock"):
+        assert secret not in log.read_text()
+
+
+def test_events_tail_limits_the_listing(root: Path) -> None:
+    for n in range(3):
+        run(root, "offload", "-", input=f"small {n}")
+
+    result = run(root, "events", "--tail", "2")
+
+    assert result.exit_code == ExitCode.OK
+    assert len(result.stdout.splitlines()) == 2
