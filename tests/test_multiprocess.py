@@ -252,12 +252,6 @@ CREATION_ROUNDS = 250
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="LocalStore.__init__ runs PRAGMA journal_mode=WAL once; when processes create one"
-    " store together SQLite can answer SQLITE_BUSY at once (no busy handler), which surfaces as"
-    " StoreUnavailableError instead of waiting out busy_timeout",
-)
 def test_processes_creating_one_store_at_once_all_open_it(tmp_path: Path) -> None:
     # The race is narrow (about one open in a hundred here), so it is run many times over: four
     # children open each of many fresh stores at the same moment.

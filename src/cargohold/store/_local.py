@@ -261,13 +261,35 @@ class LocalStore:
                 index, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._closed = False
-            self._index.execute("PRAGMA journal_mode=WAL")
+            self._enable_wal(busy_timeout)
             self._index.execute("PRAGMA synchronous=NORMAL")
             self._index.execute("PRAGMA foreign_keys=ON")
             self._migrate()
 
     def __repr__(self) -> str:
         return "LocalStore()"
+
+    def _enable_wal(self, timeout: float) -> None:
+        """Switch the index to WAL, waiting out another process doing the same.
+
+        The switch takes an exclusive lock, and SQLite answers SQLITE_BUSY at once (its busy
+        handler does not run for it) when another connection is switching too: processes that
+        create one store together must retry, within the busy timeout.
+        """
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                (mode,) = self._index.execute("PRAGMA journal_mode=WAL").fetchone()
+                if str(mode).lower() == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+            if time.monotonic() >= deadline:
+                raise StoreUnavailableError("the store stayed busy past its timeout")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     @property
     def _index(self) -> sqlite3.Connection:
