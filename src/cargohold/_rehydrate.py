@@ -247,7 +247,7 @@ class Rehydrator:
         result, refused = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
-        lines = result.data.decode("utf-8", "replace").splitlines(keepends=True)
+        lines = _split_lines(result.data.decode("utf-8", "replace"))
         stop = len(lines) if end is None else min(end, len(lines))
         text = "".join(lines[start - 1 : stop])
         size = utf8_len(text)
@@ -292,7 +292,8 @@ class Rehydrator:
         used = 0
         matched = 0
         reserve = 120  # room for the closing count line
-        for number, line in enumerate(result.data.decode("utf-8", "replace").splitlines(), 1):
+        text_lines = _split_lines(result.data.decode("utf-8", "replace"))
+        for number, line in enumerate((line.rstrip("\n") for line in text_lines), 1):
             found = regex.search(line)
             if found is None:
                 continue
@@ -403,6 +404,19 @@ class Rehydrator:
 
     def _budget(self, budget: int | None) -> int:
         return self._default_budget if budget is None else _check_budget(budget)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines ending at ``\n`` only, endings kept: numbered as stubs and ``grep -n`` count them.
+
+    ``str.splitlines`` would also split on ``\r``, form feeds and Unicode separators, and so
+    disagree with every other line count a model sees.
+    """
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def _check_budget(budget: int) -> int:
