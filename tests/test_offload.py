@@ -623,3 +623,24 @@ def test_a_small_forged_segment_stays_inline_as_ordinary_content(scoped: ScopedS
 
     assert result.outcome is OffloadOutcome.INLINE
     assert result.event.content_kind is ContentKind.TOOL_RESULT
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="render_stub appends a newline to a preview that exactly fills its room: the stub is "
+    "1 byte over budget and offload raises AssertionError after storing; reported",
+)
+def test_an_offload_whose_preview_exactly_fills_the_stub_still_decides() -> None:
+    limits = Limits(session_objects=2048, session_bytes=64 * 1024 * KiB)
+    offloader = Offloader(ScopedStore(MemoryStore(limits=limits), OWNER), threshold=1000)
+    crashed = []
+
+    for size in range(Budget.BALANCED - 700, Budget.BALANCED):
+        try:
+            result = offloader.offload("x" * size, tool="run_tests")
+        except AssertionError:
+            crashed.append(size)
+            continue
+        assert result.outcome is OffloadOutcome.OFFLOADED
+
+    assert crashed == []
