@@ -402,11 +402,6 @@ def test_a_line_range_that_does_not_start_at_1_or_runs_backwards_is_a_usage_erro
         reader.read_lines(ref, start, end)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="read_lines and grep number lines with str.splitlines (which also splits on \\r, "
-    "\\x0b, \\x0c, \\x1c-\\x1e, \\x85, \\u2028, \\u2029) while stubs count b'\\n'; reported",
-)
 def test_lines_are_numbered_by_newlines_as_the_stub_counts_them(
     scoped: ScopedStore, reader: Rehydrator
 ) -> None:
@@ -483,21 +478,20 @@ def test_grep_counts_every_match_even_when_it_shows_fewer(
     assert _grep_total(budgeted.content) == infos
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="grep returns its count line even when it alone exceeds the budget (resolved, "
-    "content over budget, segment not recognised by parse_segment); reported",
-)
 def test_a_grep_answer_never_exceeds_its_budget(scoped: ScopedStore, reader: Rehydrator) -> None:
     ref = scoped.put(LOG).ref
 
-    result = reader.grep(ref, "INFO", budget=10)
+    too_small = reader.grep(ref, "INFO", budget=10)
 
-    if result.ok:
-        assert result.content is not None
-        assert len(result.content.encode()) <= 10
-    else:
-        assert result.outcome is RehydrateOutcome.OVER_BUDGET
+    _assert_refused(too_small, RehydrateOutcome.OVER_BUDGET, Reason.BUDGET_EXCEEDED)
+    for budget in range(1, 600, 7):
+        result = reader.grep(ref, "INFO", budget=budget)
+        if result.ok:
+            assert result.content is not None
+            assert len(result.content.encode()) <= budget
+            assert parse_segment(result.segment or "") is not None
+        else:
+            assert result.outcome is RehydrateOutcome.OVER_BUDGET
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(a|aa)+$", r"(a*)*b$", r"(.*a){25}$"])
