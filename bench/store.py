@@ -52,7 +52,7 @@ class Config:
 
     def repeat(self, size: int) -> int:
         """Timed iterations per case at ``size`` (each case's figure is their median)."""
-        full = {1 * KiB: 150, 64 * KiB: 100, 1 * MiB: 40, 16 * MiB: 15}[size]
+        full = {1 * KiB: 200, 64 * KiB: 200, 1 * MiB: 80, 16 * MiB: 15}[size]
         return max(5, full // 4) if self.quick else full
 
     @property
@@ -62,7 +62,7 @@ class Config:
 
     @property
     def scale_repeat(self) -> int:
-        return 60 if self.quick else 200
+        return 60 if self.quick else 400
 
     @property
     def gc_live(self) -> tuple[int, int]:
