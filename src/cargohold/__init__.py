@@ -43,7 +43,6 @@ from cargohold._events import (
 )
 from cargohold._facade import ScopedStore
 from cargohold._offload import HEAVY_THRESHOLD, Offloader, OffloadResult
-from cargohold._projection import ProjectionClass
 from cargohold._records import (
     ArtifactRecord,
     Finding,
@@ -63,6 +62,7 @@ from cargohold._segment import SegmentInfo, parse_segment, render_segment
 from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
 from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
 from cargohold._tokens import estimate_tokens
+from cargohold.projection import ProjectionClass
 from cargohold.store import LocalStore, MemoryStore, StoreBackend, open_store
 
 __version__ = "0.1.0"

@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass, field
 
 from cargohold._errors import UsageError
-from cargohold._projection import Projection, ProjectionClass, detect, project
 from cargohold._ref import PREFIX, Ref
 from cargohold._text import utf8_len
 from cargohold._tokens import estimate_tokens, family_of
+from cargohold.projection import Projection, ProjectionClass, detect, project
 
 MARKER = "[cargohold]"
 """The stable first token of every stub and notice cargohold puts into a conversation."""
@@ -184,25 +184,32 @@ def render_stub(
     """
     budget = Budget.parse(budget)
     size = len(data)
-    tool_part = f"tool {tool} | " if tool else ""
-    state = "complete" if complete else "truncated by its producer"
     found = detect(data, media_type=media_type, failed=failed)
-    tokens = estimate_tokens(size, family_of(found.kind, media_type))
-    json_like = found.kind in ("json", "ndjson")
-    first = f"{MARKER} {ref}"
-    head = (
-        f"{first}\n"
-        f"{tool_part}{media_type} | {size:,} bytes | about {tokens:,} tokens | {state}\n"
-        f"kept out of context | kind {found.kind} | class {found.classification.value}\n"
-    )
-    tail = f"{read_tools.hint(json_like=json_like)}\n"
+    state = "complete" if complete else "truncated by its producer"
+    tail = f"{read_tools.hint(json_like=found.kind in ('json', 'ndjson'))}\n"
     closing_len = utf8_len(f"{MARKER} end of stub | budget {budget.label} | check ") + 16
     open_rule, close_rule = "--- preview ---\n", "--- end of preview ---\n"
-    fixed = utf8_len(head) + utf8_len(tail) + closing_len + len(open_rule) + len(close_rule)
-    room = int(budget) - fixed
+
+    def header(kind: str, detail: str | None, cls: ProjectionClass) -> tuple[str, int]:
+        tokens = estimate_tokens(size, family_of(kind, media_type))
+        tool_part = f"tool {tool} | " if tool else ""
+        what = f"{kind} ({detail})" if detail else kind
+        return (
+            f"{MARKER} {ref}\n"
+            f"{tool_part}{media_type} | {size:,} bytes | about {tokens:,} tokens | {state}\n"
+            f"kept out of context | kind {what} | class {cls.value}\n"
+        ), tokens
+
+    fixed = utf8_len(tail) + closing_len + len(open_rule) + len(close_rule)
+    head, tokens = header(found.kind, found.detail, found.classification)
+    # The projection may fall back to another class; leave room for the longest header line.
+    slack = 32
+    room = int(budget) - fixed - utf8_len(head) - slack
     if room < 64:
         raise UsageError("the budget leaves no room for a preview")
-    projection = project(data, media_type=media_type, budget=room, failed=failed)
+    projection = project(data, media_type=media_type, budget=room, failed=failed, detection=found)
+    if projection.classification is not found.classification:
+        head, tokens = header(projection.kind, projection.detail, projection.classification)
     preview = projection.preview
     if preview and not preview.endswith("\n"):
         preview += "\n"

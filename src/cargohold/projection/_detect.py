@@ -1,0 +1,210 @@
+"""Kind detection: the media type hint and the bytes decide, deterministically and fail-safe.
+
+The bytes outrank the hint where they disagree about being binary (a PNG labelled ``text/plain``
+is a PNG); the hint breaks ties between text kinds (``text/csv`` makes a comma-separated body CSV
+even when a sniff would hesitate). Anything unrecognised is ``text``, which is ``exact_required``.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+
+from cargohold._text import looks_textual
+from cargohold.projection._model import Detection, ProjectionClass
+
+SNIFF = 64 * 1024
+"""Detection looks at no more than the first 64 KiB."""
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"%PDF-", "pdf"),
+    (b"\x1f\x8b", "gzip"),
+    (b"PK\x03\x04", "zip"),
+    (b"PK\x05\x06", "zip"),
+    (b"RIFF", "riff"),
+    (b"\x7fELF", "elf"),
+    (b"SQLite format 3\x00", "sqlite"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+_CODE_MEDIA = {
+    "text/x-python": "python",
+    "text/x-script.python": "python",
+    "text/x-c": "c",
+    "text/x-csrc": "c",
+    "text/x-chdr": "c",
+    "text/x-c++": "cpp",
+    "text/x-c++src": "cpp",
+    "text/x-java": "java",
+    "text/x-java-source": "java",
+    "text/javascript": "javascript",
+    "application/javascript": "javascript",
+    "application/x-javascript": "javascript",
+    "text/x-go": "go",
+    "text/x-rust": "rust",
+    "text/x-ruby": "ruby",
+    "text/x-sh": "shell",
+    "application/x-sh": "shell",
+    "text/x-typescript": "typescript",
+    "application/typescript": "typescript",
+}
+
+_TIMESTAMP = re.compile(
+    rb"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\d{6} \d{6}|\d{2}/\d{2}/\d{2,4} \d{2}:\d{2}"
+    rb"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}|- \d{10} |\d{10}(?:\.\d+)? |\[\d{2}/[A-Z][a-z]{2})"
+)
+_LEVEL = re.compile(rb"\b(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|CRITICAL|SEVERE|NOTICE)\b")
+_FAILURE = re.compile(
+    rb"Traceback \(most recent call last\):|^\s+at [\w$.<>]+\([\w$.]*(?::\d+)?\)|^--- [\w.$]+::\w+"
+    rb"|^FAILED [\w/.\-]+::|^=+ FAILURES =+|^Tests run: \d+, Failures: [1-9]"
+    rb"|^\w+(?:\.\w+)*(?:Error|Exception|Failure)(?::|$)",
+    re.M,
+)
+_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
+_DIFF_FILE = re.compile(rb"^(?:diff --git |\+\+\+ \S)", re.M)
+_SEARCH = re.compile(rb"^[^\s:]{1,300}:\d+:")
+_BASE64_LINE = re.compile(rb"^[A-Za-z0-9+/]+={0,2}$")
+_DATA_URI = re.compile(rb"^data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,")
+_HTML = re.compile(rb"^\s*(?:<!doctype html|<html[\s>]|<head[\s>]|<body[\s>])", re.I)
+_CODE_HINTS: tuple[tuple[str, re.Pattern[bytes]], ...] = (
+    ("python", re.compile(rb"^(?:def |class |import |from \S+ import |async def )", re.M)),
+    ("c", re.compile(rb"^(?:#include [<\"]|static \w|int \w+\(|void \w+\(|typedef )", re.M)),
+    ("java", re.compile(rb"^(?:package [\w.]+;|import [\w.]+;|public (?:final )?class )", re.M)),
+    ("go", re.compile(rb"^(?:package \w+$|func \w|import \()", re.M)),
+    ("rust", re.compile(rb"^(?:use \w+::|fn \w|pub fn |impl\b|mod \w+;)", re.M)),
+    ("javascript", re.compile(rb"^(?:function \w|const \w+ = |export |import .* from )", re.M)),
+)
+
+
+def _binary_format(head: bytes) -> str:
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return "unknown"
+
+
+def _is_base64(head: bytes) -> bool:
+    lines = [line.strip() for line in head.split(b"\n")[:200] if line.strip()]
+    if len(lines) < 1 or sum(len(line) for line in lines) < 256:
+        return False
+    if not all(_BASE64_LINE.fullmatch(line) for line in lines[:-1]):
+        return False
+    sample = b"".join(lines[:40])
+    try:
+        binascii.a2b_base64(sample[: len(sample) // 4 * 4])
+    except binascii.Error:
+        return False
+    # English words are base64-clean too; real base64 mixes cases and digits densely.
+    letters = sum(chr(c).isupper() for c in sample)
+    digits = sum(chr(c).isdigit() for c in sample)
+    return letters > len(sample) // 8 and digits > len(sample) // 50
+
+
+def _json_like(head: bytes) -> str | None:
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if stripped[:1] not in (b"{", b"["):
+        return None
+    first, _, rest = stripped.partition(b"\n")
+    first = first.strip()
+    if first.startswith(b"{") and first.endswith(b"}") and rest.lstrip()[:1] == b"{":
+        return "ndjson"
+    return "json"
+
+
+def _delimited(head: bytes, media: str) -> str | None:
+    if media in ("text/csv", "application/csv"):
+        return "csv"
+    if media in ("text/tab-separated-values", "text/tsv"):
+        return "tsv"
+    lines = [line for line in head.split(b"\n")[:40] if line.strip()]
+    if len(lines) < 3:
+        return None
+    if not head.endswith(b"\n") and len(head) >= SNIFF:
+        lines = lines[:-1]  # the sniff window may cut the last line
+    for delimiter, kind in ((b"\t", "tsv"), (b",", "csv"), (b";", "csv")):
+        counts = [line.count(delimiter) for line in lines]
+        if min(counts) >= 1 and counts.count(counts[0]) >= len(counts) * 0.9:
+            return kind
+    return None
+
+
+def _code_language(head: bytes, media: str) -> str | None:
+    if media in _CODE_MEDIA:
+        return _CODE_MEDIA[media]
+    if head.startswith(b"#!"):
+        first = head.split(b"\n", 1)[0]
+        for name in (b"python", b"node", b"bash", b"sh", b"ruby", b"perl"):
+            if name in first:
+                return {b"node": "javascript", b"bash": "shell", b"sh": "shell"}.get(
+                    name, name.decode()
+                )
+    best: tuple[int, str] | None = None
+    for language, pattern in _CODE_HINTS:
+        hits = len(pattern.findall(head))
+        if hits >= 3 and (best is None or hits > best[0]):
+            best = (hits, language)
+    return None if best is None else best[1]
+
+
+def _ratio(pattern: re.Pattern[bytes], lines: list[bytes]) -> float:
+    return sum(1 for line in lines if pattern.search(line)) / max(1, len(lines))
+
+
+def detect(data: bytes, *, media_type: str, failed: bool = False) -> Detection:
+    """The kind and class of ``data``.
+
+    Binary is ``unsupported``; failures, stack traces and unknown text are ``exact_required``;
+    a failed or cancelled result is never ``compressible``.
+    """
+    head = data[:SNIFF]
+    media = media_type.split(";")[0].strip()
+    if not looks_textual(data):
+        return Detection("binary", ProjectionClass.UNSUPPORTED, _binary_format(head))
+    kind, detail = _text_kind(head, media)
+    if kind in ("base64", "data_uri"):
+        return Detection(kind, ProjectionClass.UNSUPPORTED, detail)
+    if kind in ("failure", "text") or failed:
+        return Detection(kind, ProjectionClass.EXACT_REQUIRED, detail)
+    return Detection(kind, ProjectionClass.COMPRESSIBLE, detail)
+
+
+def _text_kind(head: bytes, media: str) -> tuple[str, str | None]:
+    stripped = head.lstrip()
+    if _DATA_URI.match(stripped):
+        return "data_uri", None
+    if media.endswith(("json", "+json")) or _json_like(head):
+        return _json_like(head) or "json", None
+    if media in ("text/html", "application/xhtml+xml") or _HTML.match(head):
+        return "html", None
+    if _is_base64(stripped):
+        return "base64", None
+    if media in ("text/x-diff", "text/x-patch") or (
+        _DIFF_FILE.search(head) and len(_HUNK.findall(head)) >= 2
+    ):
+        return "diff", None
+    if _FAILURE.search(head):
+        return "failure", None
+    language = _code_language(head, media)
+    if media in _CODE_MEDIA and language:
+        return "code", language
+    lines = [line for line in head.split(b"\n")[:200] if line.strip()]
+    if len(head) >= SNIFF and not head.endswith(b"\n"):
+        lines = lines[:-1]  # the sniff window may cut the last line
+    if len(lines) >= 5 and _ratio(_TIMESTAMP, lines) >= 0.6:
+        return "log", None
+    delimited = _delimited(head, media)
+    if delimited is not None:
+        return delimited, None
+    if len(lines) >= 5 and _ratio(_LEVEL, lines) >= 0.6:
+        return "log", None
+    if len(lines) >= 5 and _ratio(_SEARCH, lines) >= 0.8:
+        return "search", None
+    if language:
+        return "code", language
+    return "text", None
