@@ -198,6 +198,14 @@ class Row:
 _HEADERS = ("section", "case", "size", "ms", "baseline", "baseline ms", "ratio", "target", "")
 
 
+def _ratio(row: Row) -> str:
+    """Two decimals, or three where two would hide which side of its target a ratio is on."""
+    text = f"{row.ratio:.2f}"
+    if row.target is not None and float(text) == row.target and row.ratio != row.target:
+        text = f"{row.ratio:.3f}"
+    return text + "x"
+
+
 def _cells(row: Row) -> tuple[str, ...]:
     return (
         row.section,
@@ -206,7 +214,7 @@ def _cells(row: Row) -> tuple[str, ...]:
         ms(row.value_ms),
         row.baseline,
         ms(row.baseline_ms),
-        f"{row.ratio:.2f}x",
+        _ratio(row),
         "" if row.target is None else f"<= {row.target:.2f}x",
         row.verdict,
     )
