@@ -37,12 +37,13 @@ def open_store(
 
     Args:
         url: ``memory://``; a path or ``file://`` URL for the local backend; ``None`` or ``""``
-            for the embedded default (local, under the XDG cache directory).
+            for the embedded default (local, under the XDG cache directory); ``postgresql://``
+            or ``postgres://`` for the PostgreSQL backend (``cargohold[postgres]``).
         limits: Store limits; defaults when omitted.
         clock: Source of "now" for TTLs.
 
     Raises:
-        ConfigError: an unknown scheme.
+        ConfigError: an unknown scheme, or a PostgreSQL URL without psycopg installed.
     """
     if url is None or url == "":
         return LocalStore(None, limits=limits, clock=clock)
@@ -56,7 +57,11 @@ def open_store(
             raise ConfigError("a file:// store URL must name a local path")
         return LocalStore(unquote(parsed.path), limits=limits, clock=clock)
     if url.startswith(("postgresql:", "postgres:")):
-        raise ConfigError("the PostgreSQL backend is not available in this version of cargohold")
+        # Imported here: `import cargohold` must not import psycopg. Without it, the import
+        # raises a ConfigError naming the extra to install.
+        from cargohold.store._postgres import PostgresStore
+
+        return PostgresStore(url, limits=limits, clock=clock)
     if "://" in url:
         raise ConfigError(
             "unknown store URL scheme: use memory://, file://, a path or postgresql://"

@@ -34,5 +34,6 @@ This package imports pytest only in :mod:`cargohold.testing.conformance`; import
 """
 
 from cargohold.testing._harness import FakeClock, LocalHarness, MemoryHarness, StoreHarness
+from cargohold.testing._postgres import PostgresHarness
 
-__all__ = ["FakeClock", "LocalHarness", "MemoryHarness", "StoreHarness"]
+__all__ = ["FakeClock", "LocalHarness", "MemoryHarness", "PostgresHarness", "StoreHarness"]

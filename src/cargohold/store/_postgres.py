@@ -1,0 +1,768 @@
+"""The PostgreSQL backend: one authoritative store shared by many agent hosts.
+
+Metadata and bytes both live in PostgreSQL, in one schema (``cargohold`` by default)::
+
+    blobs       (tenant, digest) -> size, chunk size, per-chunk digests, data (bytea)
+    artifacts   (tenant, user, session, digest) -> the record; references its blob
+    stats       one row: distinct blobs and bytes, the store quota's counter
+    schema_version
+
+A row is visible only once its transaction commits, so a write interrupted anywhere (a dropped
+connection, a server crash) leaves nothing partial. Bytes travel in binary; ``data`` is stored
+uncompressed out of line, so a range read fetches only the TOAST chunks it needs with
+``substring`` and re-hashes only the chunks it touches against the digests recorded at write.
+
+Concurrency, which is the reason this backend exists:
+
+- Identical bytes from many writers: ``INSERT ... ON CONFLICT DO NOTHING`` on the blob's key.
+  PostgreSQL makes the losers wait for the winner's commit, then do nothing; every writer
+  succeeds and one blob is stored (never check-then-insert).
+- Session quotas: every new artifact of a session is written under a transaction-scoped advisory
+  lock on that session, and counted under it, so writers of one session cannot overshoot.
+- Store quota: the counters row is updated as the last statement before commit, and the new
+  values are checked under its row lock; an over-quota writer rolls its blob back.
+- gc against writers: a writer holds ``FOR KEY SHARE`` on the blob it references (taken by the
+  lookup, or by its own insert) until it commits; gc takes ``FOR UPDATE`` on a blob before it
+  deletes it, then deletes it only if no artifact row names it, in a statement that runs after
+  the lock was granted and so sees every committed writer. A writer that finds its blob deleted
+  under it inserts it again.
+- Lock order is the same everywhere (session lock, blob, artifact row, counters), and gc locks
+  blobs in key order, so no two transactions wait for each other in a cycle.
+
+Faults: psycopg's errors are translated here, in :func:`_translated`, without their text (it can
+name hosts and users). A lost connection on an idempotent verb (reads, and puts, which are
+idempotent by content) is retried on a fresh connection after the pool has discarded its broken
+ones; otherwise the caller gets :class:`StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from cargohold._errors import (
+    CargoholdError,
+    ConfigError,
+    SchemaError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
+
+try:
+    import psycopg
+    import psycopg.conninfo
+    import psycopg.errors
+    import psycopg_pool
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess without psycopg
+    raise ConfigError(
+        "the PostgreSQL backend needs psycopg: pip install 'cargohold[postgres]'"
+    ) from exc
+
+from cargohold._records import (
+    CHUNK_SIZE,
+    ArtifactRecord,
+    Finding,
+    GcReport,
+    Limits,
+    PutRequest,
+    PutResult,
+    ReadOutcome,
+    ReadResult,
+    Sensitivity,
+    Usage,
+)
+from cargohold._ref import Ref
+from cargohold._scope import Scope
+from cargohold.store import _pg_migrations as migrations
+from cargohold.store._core import (
+    PreparedWrite,
+    chunk_digests,
+    clip_range,
+    needs_refresh,
+    prepare_write,
+    verify_range,
+)
+from cargohold.store._protocol import Clock, Progress
+
+__all__ = ["PostgresStore", "schema_status", "upgrade_schema"]
+
+_T = TypeVar("_T")
+_Conn = psycopg.Connection[Any]
+
+GC_BATCH = 256
+"""Blobs gc examines per transaction: bounds how long it holds their locks."""
+_BLOB_ATTEMPTS = 8
+"""A writer re-inserts a blob gc deleted under it; each retry needs another gc to interleave."""
+_NO_BUDGET = 1 << 62
+_LOST_CONNECTION_STATES = frozenset({"57P01", "57P02", "57P03"})
+"""Admin shutdown, crash shutdown, cannot connect now (plus class 08, connection exceptions)."""
+
+_RECORD_COLUMNS = (
+    "a.digest, a.size, a.media_type, a.kind, a.tool, a.created, a.expires, a.sensitivity,"
+    " a.complete, a.classification, a.task, a.worker, a.agent"
+)
+_OWNED = 'a.tenant = %(tenant)s AND a."user" = %(user)s AND a.session = %(session)s'
+
+# Every statement names its tables through "{s}", the store's checked, quoted schema name, and
+# "{cols}" and "{owned}" stand for the two fragments above (see _Sql). Values are always bound
+# parameters, never formatted in.
+_SQL_TEMPLATES = {
+    "select_one": "SELECT {cols} FROM {s}.artifacts a WHERE {owned} AND a.digest = %(digest)s",
+    "select_all": "SELECT {cols} FROM {s}.artifacts a WHERE {owned} ORDER BY a.created, a.digest",
+    "tenant_has": "SELECT EXISTS (SELECT 1 FROM {s}.artifacts"
+    " WHERE tenant = %(tenant)s AND digest = %(digest)s)",
+    # One round trip per read: the record, the chunk digests, and only the bytes the answer
+    # needs. The range is clipped to the body here exactly as _core.clip_range does, widened to
+    # whole chunks so each touched chunk can be re-hashed; nothing is fetched for an expired
+    # record, an answer over budget or an empty range. Python re-derives the same range from
+    # the record and checks what came back, so a disagreement can only ever read as stale.
+    "read": "SELECT {cols}, b.chunk_size, b.chunks, c.first,"
+    " CASE WHEN a.expires > %(now)s::float8 AND r.stop - r.begin <= %(budget)s::bigint THEN"
+    "  CASE WHEN r.begin = 0 AND r.stop = a.size THEN b.data"
+    "       WHEN r.stop > r.begin THEN"
+    "         substring(b.data FROM (c.first + 1)::integer FOR (c.last - c.first)::integer)"
+    "  END"
+    " END"
+    " FROM {s}.artifacts a"
+    " LEFT JOIN {s}.blobs b ON b.tenant = a.tenant AND b.digest = a.digest"
+    " CROSS JOIN LATERAL (SELECT least(%(start)s::bigint, s.stop) AS begin, s.stop FROM"
+    "  (SELECT CASE WHEN %(end)s::bigint IS NULL THEN a.size"
+    "   ELSE least(%(end)s::bigint, a.size) END AS stop) s"
+    " ) r"
+    " CROSS JOIN LATERAL (SELECT (r.begin / b.chunk_size) * b.chunk_size AS first,"
+    "  least(a.size, ((r.stop + b.chunk_size - 1) / b.chunk_size) * b.chunk_size) AS last) c"
+    " WHERE {owned} AND a.digest = %(digest)s",
+    "refresh": "UPDATE {s}.artifacts SET expires = greatest(expires, %(expires)s)"
+    ' WHERE tenant = %(tenant)s AND "user" = %(user)s AND session = %(session)s'
+    " AND digest = %(digest)s AND expires > %(now)s RETURNING expires",
+    "session_usage": "SELECT count(*), coalesce(sum(size), 0)::bigint FROM {s}.artifacts"
+    ' WHERE tenant = %(tenant)s AND "user" = %(user)s AND session = %(session)s'
+    " AND expires > %(now)s",
+    "hold_blob": "SELECT 1 FROM {s}.blobs WHERE tenant = %(tenant)s AND digest = %(digest)s"
+    " FOR KEY SHARE",
+    "insert_blob": "INSERT INTO {s}.blobs"
+    " (tenant, digest, size, chunk_size, chunks, data, created)"
+    " VALUES (%(tenant)s, %(digest)s, %(size)s, %(chunk_size)s, %(chunks)b, %(data)b, %(now)s)"
+    " ON CONFLICT (tenant, digest) DO NOTHING",
+    # Under the session lock and with the old record known to be expired (or absent): a fresh
+    # record replaces it whole, as if gc had run in between.
+    "upsert_artifact": 'INSERT INTO {s}.artifacts (tenant, "user", session, digest, size,'
+    " media_type, kind, tool, created, expires, sensitivity, complete, classification, task,"
+    " worker, agent) VALUES (%(tenant)s, %(user)s, %(session)s, %(digest)s, %(size)s,"
+    " %(media_type)s, %(kind)s, %(tool)s, %(now)s, %(expires)s, %(sensitivity)s, %(complete)s,"
+    " %(classification)s, %(task)s, %(worker)s, %(agent)s)"
+    ' ON CONFLICT (tenant, "user", session, digest) DO UPDATE SET size = excluded.size,'
+    " media_type = excluded.media_type, kind = excluded.kind, tool = excluded.tool,"
+    " created = excluded.created, expires = excluded.expires,"
+    " sensitivity = excluded.sensitivity, complete = excluded.complete,"
+    " classification = excluded.classification, task = excluded.task,"
+    " worker = excluded.worker, agent = excluded.agent",
+    "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
+    "count_blob": "UPDATE {s}.stats SET objects = objects + 1, bytes = bytes + %(size)s"
+    " WHERE id = 1 RETURNING objects, bytes",
+    "expired_blobs": "SELECT DISTINCT tenant, digest FROM {s}.artifacts"
+    " WHERE expires <= %(now)s ORDER BY tenant, digest",
+    "dry_run_gc": "SELECT count(*),"
+    " (SELECT count(*) FROM {s}.blobs b WHERE EXISTS (SELECT 1 FROM {s}.artifacts x"
+    "   WHERE x.tenant = b.tenant AND x.digest = b.digest AND x.expires <= %(now)s)"
+    "  AND NOT EXISTS (SELECT 1 FROM {s}.artifacts y"
+    "   WHERE y.tenant = b.tenant AND y.digest = b.digest AND y.expires > %(now)s)),"
+    " (SELECT coalesce(sum(size), 0)::bigint FROM {s}.blobs b WHERE EXISTS (SELECT 1"
+    "   FROM {s}.artifacts x WHERE x.tenant = b.tenant AND x.digest = b.digest"
+    "   AND x.expires <= %(now)s)"
+    "  AND NOT EXISTS (SELECT 1 FROM {s}.artifacts y"
+    "   WHERE y.tenant = b.tenant AND y.digest = b.digest AND y.expires > %(now)s))"
+    " FROM {s}.artifacts WHERE expires <= %(now)s",
+    "lock_blobs": "SELECT 1 FROM {s}.blobs WHERE (tenant, digest) IN"
+    " (SELECT * FROM unnest(%(tenants)s::text[], %(digests)s::text[]))"
+    " ORDER BY tenant, digest FOR UPDATE",
+    "delete_expired": "DELETE FROM {s}.artifacts WHERE (tenant, digest) IN"
+    " (SELECT * FROM unnest(%(tenants)s::text[], %(digests)s::text[]))"
+    " AND expires <= %(now)s",
+    "delete_unnamed_blobs": "DELETE FROM {s}.blobs b WHERE (b.tenant, b.digest) IN"
+    " (SELECT * FROM unnest(%(tenants)s::text[], %(digests)s::text[]))"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.artifacts a"
+    "  WHERE a.tenant = b.tenant AND a.digest = b.digest) RETURNING b.size",
+    "uncount_blobs": "UPDATE {s}.stats SET objects = objects - %(objects)s,"
+    " bytes = bytes - %(bytes)s WHERE id = 1",
+    "list_blobs": "SELECT tenant, digest FROM {s}.blobs ORDER BY tenant, digest",
+    "verify_blob": "SELECT size, chunk_size, chunks, data, EXISTS (SELECT 1 FROM {s}.artifacts a"
+    " WHERE a.tenant = b.tenant AND a.digest = b.digest)"
+    " FROM {s}.blobs b WHERE tenant = %(tenant)s AND digest = %(digest)s",
+    "unbacked": "SELECT DISTINCT a.digest FROM {s}.artifacts a WHERE NOT EXISTS"
+    " (SELECT 1 FROM {s}.blobs b WHERE b.tenant = a.tenant AND b.digest = a.digest)"
+    " ORDER BY a.digest",
+    "corrupt": "UPDATE {s}.blobs SET data = set_byte(data, %(offset)s,"
+    " 255 - get_byte(data, %(offset)s)) WHERE tenant = %(tenant)s AND digest = %(digest)s",
+}
+
+
+class _Sql:
+    """The statements of one schema, formatted once when the store opens."""
+
+    def __init__(self, schema: str) -> None:
+        name = migrations.quoted_schema(schema)
+        for key, template in _SQL_TEMPLATES.items():
+            text = template.replace("{cols}", _RECORD_COLUMNS).replace("{owned}", _OWNED)
+            setattr(self, key, text.replace("{s}", name))
+
+    def __getattr__(self, key: str) -> str:  # pragma: no cover - typing aid, never reached
+        raise AttributeError(key)
+
+
+def _connection_lost(exc: BaseException, conn: _Conn | None) -> bool:
+    """Whether ``exc`` means the connection died (worth retrying on another)."""
+    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed):
+        return False
+    if conn is not None and conn.broken:
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _LOST_CONNECTION_STATES
+
+
+def _translate(exc: psycopg.Error) -> StoreError:
+    """A cargohold error for a psycopg one, without its text (it may name hosts and users)."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return StoreUnavailableError("no connection to the PostgreSQL store within the timeout")
+    if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.UndefinedColumn):
+        return SchemaError("the PostgreSQL store's tables are missing: run `cargohold db upgrade`")
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return StoreError("the PostgreSQL role lacks a privilege the store needs")
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return StoreUnavailableError(
+            "the PostgreSQL store could not be reached or lost its connection"
+        )
+    return StoreError("the PostgreSQL store could not complete the operation")
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except CargoholdError:
+        raise
+    except psycopg.Error as exc:
+        raise _translate(exc) from exc
+
+
+def _record(row: tuple[Any, ...] | Any) -> ArtifactRecord:
+    (
+        digest,
+        size,
+        media,
+        kind,
+        tool,
+        created,
+        expires,
+        sens,
+        complete,
+        cls,
+        task,
+        worker,
+        agent,
+    ) = tuple(row)[:13]
+    return ArtifactRecord(
+        ref=Ref(digest),
+        size=int(size),
+        media_type=media,
+        kind=kind,
+        tool=tool,
+        created=float(created),
+        expires=float(expires),
+        sensitivity=Sensitivity(sens),
+        complete=bool(complete),
+        classification=cls,
+        task=task,
+        worker=worker,
+        agent=agent,
+    )
+
+
+def _owner(scope: Scope, digest: str) -> dict[str, Any]:
+    return {
+        "tenant": scope.tenant,
+        "user": scope.user,
+        "session": scope.session,
+        "digest": digest,
+    }
+
+
+def _batches(items: list[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class PostgresStore:
+    """A store in a PostgreSQL database, shared safely by many processes on many hosts.
+
+    The schema must have been created with ``cargohold db upgrade`` (or :func:`upgrade_schema`);
+    opening checks its version. Thread-safe: operations draw connections from a pool.
+
+    Args:
+        url: A ``postgresql://`` (or ``postgres://``) connection URL.
+        limits: Store limits; the defaults of :class:`~cargohold.Limits` when omitted.
+        clock: Source of "now" for TTLs; injected in tests.
+        schema: The PostgreSQL schema holding the store's tables (a lower-case identifier), so
+            several stores can share one database.
+        min_size: Connections the pool keeps open.
+        max_size: Most connections the pool opens at once.
+        timeout: Seconds to wait for a pool connection (also when opening) before failing.
+        retries: How many times an idempotent verb (reads, puts) is retried after its
+            connection was lost.
+
+    Raises:
+        ConfigError: a URL psycopg cannot parse, or a bad schema name.
+        StoreUnavailableError: the database cannot be reached within ``timeout``.
+        SchemaError: the schema is behind (run ``cargohold db upgrade``) or ahead.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: Limits | None = None,
+        clock: Clock = time.time,
+        schema: str = migrations.DEFAULT_SCHEMA,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        retries: int = 2,
+    ) -> None:
+        self.limits = limits or Limits()
+        self._clock = clock
+        self._schema = schema
+        self._sql = _Sql(schema)
+        self._retries = retries
+        self._closed = True
+        try:
+            psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise ConfigError("the PostgreSQL store URL cannot be parsed") from exc
+        self._pool: psycopg_pool.ConnectionPool[_Conn] = psycopg_pool.ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max(min_size, max_size),
+            kwargs={"autocommit": True, "application_name": "cargohold"},
+            timeout=timeout,
+            open=False,
+            name="cargohold",
+        )
+        self._closed = False
+        try:
+            with _translated():
+                self._pool.open(wait=True, timeout=timeout)
+                with self._pool.connection() as conn:
+                    migrations.check(conn, schema)
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        return "PostgresStore()"
+
+    # -- the connection seam ----------------------------------------------------------------
+
+    def _call(self, op: Callable[[_Conn], _T], *, idempotent: bool) -> _T:
+        """Run ``op`` on a pooled connection, translating errors and retrying lost connections.
+
+        Only idempotent verbs are retried: a put that lost its connection at commit either
+        committed or rolled back whole, and running it again converges on the same rows.
+        """
+        if self._closed:
+            raise UsageError("the store is closed")
+        attempts = 1 + (self._retries if idempotent else 0)
+        for attempt in range(1, attempts + 1):
+            conn: _Conn | None = None
+            try:
+                with self._pool.connection() as conn:
+                    return op(conn)
+            except CargoholdError:
+                raise
+            except psycopg.Error as exc:
+                if attempt < attempts and _connection_lost(exc, conn):
+                    # Every idle connection may have died with this one (a server restart):
+                    # let the pool test them and replace the dead before the retry draws one.
+                    self._pool.check()
+                    continue
+                raise _translate(exc) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def put(
+        self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
+    ) -> PutResult:
+        write = prepare_write(data, request, self.limits)
+        return self._call(lambda conn: self._put(conn, scope, write), idempotent=True)
+
+    def _put(self, conn: _Conn, scope: Scope, write: PreparedWrite) -> PutResult:
+        key = _owner(scope, write.ref.digest)
+        # The cheap path: this owner already holds these bytes, alive. One lookup, rarely a write.
+        row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+        if row is not None:
+            found = self._existing(conn, key, _record(row), write)
+            if found is not None:
+                return found
+        with conn.transaction():
+            # Serializes this session's new artifacts: its quota is counted and consumed under
+            # the lock. Taken first, before any row lock (see the module docstring).
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s)",
+                (migrations.lock_key(self._schema, *scope.owner),),
+            )
+            row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+            if row is not None:
+                found = self._existing(conn, key, _record(row), write)
+                if found is not None:
+                    return found
+            now = self._clock()
+            objects, held = conn.execute(
+                self._sql.session_usage, {**key, "now": now}
+            ).fetchone() or (0, 0)
+            self.limits.check_session(int(objects), int(held), len(write.data))
+            blob_written = self._hold_blob(conn, scope.tenant, write, now)
+            expires = now + write.ttl
+            conn.execute(
+                self._sql.upsert_artifact,
+                {
+                    **key,
+                    "size": len(write.data),
+                    "media_type": write.media_type,
+                    "kind": write.kind,
+                    "tool": write.tool,
+                    "now": now,
+                    "expires": expires,
+                    "sensitivity": write.sensitivity.value,
+                    "complete": write.complete,
+                    "classification": write.classification,
+                    "task": scope.task,
+                    "worker": scope.worker,
+                    "agent": scope.agent,
+                },
+            )
+            if blob_written:
+                # Last before commit: the counters row is the one lock every new blob shares.
+                counted = conn.execute(self._sql.count_blob, {"size": len(write.data)}).fetchone()
+                objects, held = counted if counted is not None else (0, 0)
+                self.limits.check_store(
+                    int(objects) - 1, int(held) - len(write.data), len(write.data)
+                )
+        record = ArtifactRecord(
+            ref=write.ref,
+            size=len(write.data),
+            media_type=write.media_type,
+            kind=write.kind,
+            tool=write.tool,
+            created=float(now),
+            expires=float(expires),
+            sensitivity=write.sensitivity,
+            complete=write.complete,
+            classification=write.classification,
+            task=scope.task,
+            worker=scope.worker,
+            agent=scope.agent,
+        )
+        return PutResult(write.ref, record, existing=False, blob_written=blob_written)
+
+    def _existing(
+        self, conn: _Conn, key: dict[str, Any], record: ArtifactRecord, write: PreparedWrite
+    ) -> PutResult | None:
+        """The owner's live record of these bytes, its life extended if due; ``None`` if none."""
+        now = self._clock()
+        if record.expires <= now:
+            return None  # expired: counts again toward the quota, so take the full path
+        if needs_refresh(record.expires, now, write.ttl):
+            row = conn.execute(
+                self._sql.refresh, {**key, "expires": now + write.ttl, "now": now}
+            ).fetchone()
+            if row is None:
+                return None  # expired (or collected) since the lookup
+            record = dataclasses.replace(record, expires=float(row[0]))
+        return PutResult(write.ref, record, existing=True, blob_written=False)
+
+    def _hold_blob(self, conn: _Conn, tenant: str, write: PreparedWrite, now: float) -> bool:
+        """Make sure the blob exists and stays until commit; ``True`` when this call wrote it.
+
+        Either the lookup's ``FOR KEY SHARE`` or the insert itself holds the blob against gc.
+        Insert-or-ignore settles the race between writers of the same bytes: the losers wait
+        for the winner's commit and insert nothing. A blob gc deleted between the lookup and
+        the insert is simply inserted again.
+        """
+        key = {"tenant": tenant, "digest": write.ref.digest}
+        chunks: bytes | None = None
+        for _ in range(_BLOB_ATTEMPTS):
+            if conn.execute(self._sql.hold_blob, key).fetchone() is not None:
+                return False
+            # Early refusal without the counters' lock, before the bytes travel; the
+            # authoritative check runs under the lock just before commit.
+            counters = conn.execute(self._sql.store_counters).fetchone()
+            if counters is not None:
+                self.limits.check_store(int(counters[0]), int(counters[1]), len(write.data))
+            if chunks is None:
+                # A body of one chunk (or none) is its own only chunk: its digest is the ref's.
+                chunks = (
+                    chunk_digests(write.data)
+                    if len(write.data) > CHUNK_SIZE
+                    else bytes.fromhex(write.ref.digest)
+                )
+            inserted = conn.execute(
+                self._sql.insert_blob,
+                {
+                    **key,
+                    "size": len(write.data),
+                    "chunk_size": CHUNK_SIZE,
+                    "chunks": chunks,
+                    "data": write.data,
+                    "now": now,
+                },
+            )
+            if inserted.rowcount == 1:
+                return True
+        raise StoreUnavailableError("the store stayed busy: a blob kept disappearing under gc")
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _absent(self, conn: _Conn, scope: Scope, ref: Ref) -> ReadResult:
+        # The same query whether the tenant never saw the bytes or another tenant holds them:
+        # denial across tenants must look like absence.
+        row = conn.execute(
+            self._sql.tenant_has, {"tenant": scope.tenant, "digest": ref.digest}
+        ).fetchone()
+        outcome = ReadOutcome.UNAUTHORIZED if row and row[0] else ReadOutcome.MISSING
+        return ReadResult(outcome, ref)
+
+    def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        def op(conn: _Conn) -> ReadResult:
+            now = self._clock()
+            row = conn.execute(
+                self._sql.select_one, _owner(scope, ref.digest), binary=True
+            ).fetchone()
+            if row is None:
+                return self._absent(conn, scope, ref)
+            record = _record(row)
+            if record.expires <= now:
+                return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
+            return ReadResult(ReadOutcome.RESOLVED, ref, record=record)
+
+        return self._call(op, idempotent=True)
+
+    def read(
+        self,
+        scope: Scope,
+        ref: Ref,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        max_bytes: int | None = None,
+    ) -> ReadResult:
+        try:
+            clip_range(0, start, end)
+            valid = True
+        except UsageError:
+            valid = False  # raised below, once the ref is known to resolve (as local does)
+        params = {
+            **_owner(scope, ref.digest),
+            "start": start if valid else 0,
+            "end": end if valid else None,
+            # A malformed range or a budget fetches nothing; a missing budget, everything.
+            "budget": (_NO_BUDGET if max_bytes is None else max_bytes) if valid else -1,
+        }
+
+        def op(conn: _Conn) -> ReadResult:
+            now = self._clock()
+            row = conn.execute(self._sql.read, {**params, "now": now}, binary=True).fetchone()
+            if row is None:
+                return self._absent(conn, scope, ref)
+            return self._answer(row, ref, now, start, end, max_bytes)
+
+        return self._call(op, idempotent=True)
+
+    def _answer(
+        self,
+        row: tuple[Any, ...],
+        ref: Ref,
+        now: float,
+        start: int,
+        end: int | None,
+        max_bytes: int | None,
+    ) -> ReadResult:
+        record = _record(row)
+        chunk_size, chunks, first, data = row[13:]
+        if record.expires <= now:
+            return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
+        begin, stop = clip_range(record.size, start, end)
+        if max_bytes is not None and stop - begin > max_bytes:
+            return ReadResult(ReadOutcome.OVER_BUDGET, ref, record=record, start=begin)
+        stale = ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
+        if chunk_size is None:
+            return stale  # a record without its blob row
+        if begin == 0 and stop == record.size:
+            body = bytes(data) if data is not None else None
+            if body is None or hashlib.sha256(body).hexdigest() != ref.digest:
+                return stale
+            return ReadResult(ReadOutcome.RESOLVED, ref, body, record, begin)
+        span = b"" if data is None else bytes(data)
+        fetched_from = int(first)
+
+        def read_span(offset: int, length: int) -> bytes:
+            if offset < fetched_from:
+                return b""  # not what was fetched: short, so it reads as stale
+            return span[offset - fetched_from : offset - fetched_from + length]
+
+        part = verify_range(read_span, bytes(chunks), record.size, begin, stop, int(chunk_size))
+        if part is None:
+            return stale
+        return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
+
+    def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
+        def op(conn: _Conn) -> list[ArtifactRecord]:
+            rows = conn.execute(self._sql.select_all, _owner(scope, ""), binary=True).fetchall()
+            return [_record(row) for row in rows]
+
+        return self._call(op, idempotent=True)
+
+    def usage(self, scope: Scope) -> Usage:
+        def op(conn: _Conn) -> Usage:
+            row = conn.execute(
+                self._sql.session_usage, {**_owner(scope, ""), "now": self._clock()}
+            ).fetchone()
+            return Usage(int(row[0]), int(row[1])) if row else Usage(0, 0)
+
+        return self._call(op, idempotent=True)
+
+    def store_usage(self) -> Usage:
+        def op(conn: _Conn) -> Usage:
+            row = conn.execute(self._sql.store_counters).fetchone()
+            return Usage(int(row[0]), int(row[1])) if row else Usage(0, 0)
+
+        return self._call(op, idempotent=True)
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        def op(conn: _Conn) -> GcReport:
+            now = self._clock()
+            if dry_run:
+                row = conn.execute(self._sql.dry_run_gc, {"now": now}).fetchone()
+                artifacts, blobs, freed = row if row else (0, 0, 0)
+                return GcReport(int(artifacts), int(blobs), int(freed), True)
+            candidates = [
+                (str(tenant), str(digest))
+                for tenant, digest in conn.execute(self._sql.expired_blobs, {"now": now})
+            ]
+            removed = blobs = freed = 0
+            total = len(candidates)
+            for done, batch in enumerate(_batches(candidates, GC_BATCH)):
+                params = {
+                    "tenants": [tenant for tenant, _ in batch],
+                    "digests": [digest for _, digest in batch],
+                    "now": now,
+                }
+                with conn.transaction():
+                    # Blob locks first, in key order: a writer still holding one of these blobs
+                    # commits first, and the deletes below (new statements) then see its row.
+                    conn.execute(self._sql.lock_blobs, params)
+                    removed += conn.execute(self._sql.delete_expired, params).rowcount
+                    sizes = [
+                        int(size)
+                        for (size,) in conn.execute(self._sql.delete_unnamed_blobs, params)
+                    ]
+                    if sizes:
+                        conn.execute(
+                            self._sql.uncount_blobs, {"objects": len(sizes), "bytes": sum(sizes)}
+                        )
+                blobs += len(sizes)
+                freed += sum(sizes)
+                if progress is not None:
+                    progress(min((done + 1) * GC_BATCH, total), total)
+            return GcReport(removed, blobs, freed, False)
+
+        # Not retried: a gc that lost its connection committed whole batches only; run it again.
+        return self._call(op, idempotent=False)
+
+    def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        def op(conn: _Conn) -> list[Finding]:
+            findings = [
+                Finding("missing_blob", str(digest), "a record has no blob row")
+                for (digest,) in conn.execute(self._sql.unbacked)
+            ]
+            keys = [(str(t), str(d)) for t, d in conn.execute(self._sql.list_blobs)]
+            for index, (tenant, digest) in enumerate(keys, 1):
+                row = conn.execute(
+                    self._sql.verify_blob, {"tenant": tenant, "digest": digest}, binary=True
+                ).fetchone()
+                if row is not None:  # else collected since the listing
+                    findings.extend(_check_blob(digest, *row))
+                if progress is not None:
+                    progress(index, len(keys))
+            return findings
+
+        return self._call(op, idempotent=True)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(psycopg.Error):
+            self._pool.close()
+
+    def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
+        """Flip one stored byte in place, as a disk fault would. For tests of ``stale``."""
+        self._call(
+            lambda conn: conn.execute(
+                self._sql.corrupt, {"tenant": tenant, "digest": ref.digest, "offset": offset}
+            ),
+            idempotent=False,
+        )
+
+
+def _check_blob(
+    digest: str, size: int, chunk_size: int, chunks: bytes, data: bytes, named: bool
+) -> list[Finding]:
+    body = bytes(data)
+    if len(body) != size or hashlib.sha256(body).hexdigest() != digest:
+        return [Finding("corrupt", digest, "bytes do not match their digest")]
+    if chunk_digests(body, int(chunk_size)) != bytes(chunks):
+        return [Finding("corrupt", digest, "chunk digests do not match the bytes")]
+    if not named:
+        return [Finding("orphan", digest, "bytes no record names")]
+    return []
+
+
+def upgrade_schema(url: str, *, schema: str = migrations.DEFAULT_SCHEMA) -> tuple[int, int]:
+    """Create or upgrade the store's schema at ``url``; returns ``(from, to)`` versions.
+
+    Raises:
+        SchemaError: the database's schema is newer than this cargohold.
+        StoreUnavailableError: the database cannot be reached.
+    """
+    migrations.quoted_schema(schema)
+    with _translated(), _connect(url) as conn:
+        return migrations.upgrade(conn, schema)
+
+
+def schema_status(url: str, *, schema: str = migrations.DEFAULT_SCHEMA) -> migrations.SchemaStatus:
+    """The schema version at ``url`` against the one this cargohold expects."""
+    migrations.quoted_schema(schema)
+    with _translated(), _connect(url) as conn:
+        return migrations.status(conn, schema)
+
+
+def _connect(url: str, timeout: float = 30.0) -> _Conn:
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise ConfigError("the PostgreSQL store URL cannot be parsed") from exc
+    return psycopg.connect(
+        url,
+        autocommit=True,
+        connect_timeout=max(2, int(timeout)),
+        application_name="cargohold",
+    )

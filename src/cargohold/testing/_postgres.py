@@ -1,0 +1,75 @@
+"""The conformance harness of the PostgreSQL backend.
+
+Importing this module never imports psycopg: the backend is loaded when a store is opened.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import weakref
+from typing import TYPE_CHECKING
+
+from cargohold._records import Limits
+from cargohold._ref import Ref
+from cargohold.store import Clock, StoreBackend
+
+if TYPE_CHECKING:
+    from cargohold.store._postgres import PostgresStore
+
+
+class PostgresHarness:
+    """Opens each store in its own fresh schema of one database, upgraded to the latest version.
+
+    Args:
+        url: A ``postgresql://`` URL of a database the harness may create schemas in (a
+            throwaway test database: the schemas are left for the database's owner to drop).
+        prefix: The start of every schema name this harness creates.
+        max_size: Pool size of each opened store; tests open several stores at once.
+    """
+
+    name = "postgres"
+
+    def __init__(self, url: str, *, prefix: str = "conformance", max_size: int = 2) -> None:
+        self._url = url
+        self._prefix = prefix
+        self._max_size = max_size
+        self._counter = itertools.count(1)
+        self._opened: weakref.WeakKeyDictionary[PostgresStore, tuple[str, Limits, Clock]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return "PostgresHarness()"
+
+    def _open_in(self, schema: str, limits: Limits, clock: Clock) -> PostgresStore:
+        from cargohold.store._postgres import PostgresStore
+
+        store = PostgresStore(
+            self._url, limits=limits, clock=clock, schema=schema, max_size=self._max_size
+        )
+        self._opened[store] = (schema, limits, clock)
+        return store
+
+    def open(self, *, limits: Limits, clock: Clock) -> StoreBackend:
+        from cargohold.store._postgres import upgrade_schema
+
+        # Random, not counted: several harnesses (one per test) share one database.
+        schema = f"{self._prefix}_{secrets.token_hex(6)}_{next(self._counter)}"
+        upgrade_schema(self._url, schema=schema)
+        return self._open_in(schema, limits, clock)
+
+    def corrupt(self, store: StoreBackend, tenant: str, ref: Ref, offset: int) -> None:
+        from cargohold.store._postgres import PostgresStore
+
+        if not isinstance(store, PostgresStore):
+            raise TypeError("PostgresHarness corrupts PostgresStore instances only")
+        store.corrupt_for_tests(tenant, ref, offset)
+
+    def reopen(self, store: StoreBackend) -> StoreBackend | None:
+        from cargohold.store._postgres import PostgresStore
+
+        if not isinstance(store, PostgresStore):
+            raise TypeError("PostgresHarness reopens PostgresStore instances only")
+        schema, limits, clock = self._opened[store]
+        return self._open_in(schema, limits, clock)
