@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import random
 import shutil
 import sqlite3
 import statistics
@@ -62,10 +63,13 @@ class Case:
 def interleave(cases: list[Case], repeat: int, warmup: int = 1) -> dict[str, float]:
     """Run every case ``repeat`` times, alternating them, and return median milliseconds.
 
-    The order rotates each round so that no case always runs right after another's disk flush.
+    The order is shuffled each round (seeded, so runs are comparable) so that no case always runs
+    right after the same other case, whose disk flush or cache footprint it would inherit.
     """
+    rng = random.Random(len(cases) * 1_000_003 + repeat)
+    order = list(cases)
     for round_ in range(warmup + repeat):
-        order = cases[round_ % len(cases) :] + cases[: round_ % len(cases)]
+        rng.shuffle(order)
         for case in order:
             index = round_
             if case.prepare is not None:
