@@ -1,0 +1,405 @@
+"""The CSV/TSV projector: dialect, exact row count, typed columns, first and last rows.
+
+The whole body is parsed once with the :mod:`csv` module (so quoted newlines and quoted
+delimiters count right), streamed from the bytes: no decoded copy of the body is kept. The loop
+over rows does only what must see every row (the count, the rows whose width differs, a strided
+sample, the last rows); column facts are computed afterwards, column by column, from the sample,
+which is all rows for small tables and otherwise a stated, evenly spaced subset.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+import re
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cargohold.projection._model import Builder, Detection
+
+if TYPE_CHECKING:
+    from _csv import Reader
+
+_SAMPLE_CELLS = 16_000
+"""Cells looked at for column facts; tables up to this size are described over all rows."""
+_MIN_SAMPLE_ROWS = 400
+_MAX_COLUMNS = 60
+_DISTINCT_SHOWN = 12
+_DELIMITERS = (",", ";", "\t", "|")
+_SNIFF = 16 * 1024
+
+_INT = re.compile(r"[-+]?(?:0|[1-9]\d*)(?:\n[-+]?(?:0|[1-9]\d*))*")
+_NUM = r"[-+]?(?:(?:0|[1-9]\d*)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_FLOAT = re.compile(rf"{_NUM}(?:\n{_NUM})*")
+_DIGITS = re.compile(r"\d+(?:\n\d+)*")
+"""All digits, some with leading zeros: codes (zip codes, dates as ``081109``), not numbers."""
+_ONE_INT = re.compile(r"[-+]?(?:0|[1-9]\d*)")
+_ONE_FLOAT = re.compile(_NUM)
+_BOOLS = frozenset({"true", "false", "True", "False", "TRUE", "FALSE"})
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}"
+_US_DATE = r"\d{1,2}/\d{1,2}/\d{4}"
+_DATE = re.compile(rf"(?:{_ISO_DATE}|{_US_DATE})")
+_DATETIME = re.compile(
+    rf"(?:{_ISO_DATE}[T ]\d{{2}}:\d{{2}}(?::\d{{2}}(?:[.,]\d+)?)?(?:Z|[+-]\d{{2}}:?\d{{2}})?"
+    rf"|{_US_DATE} \d{{1,2}}:\d{{2}}(?::\d{{2}})?(?: ?[AaPp][Mm])?)"
+)
+_US_PARTS = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(.*)")
+
+
+def _reader(data: bytes, delimiter: str) -> Reader:
+    stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="replace", newline="")
+    return csv.reader(stream, delimiter=delimiter, quotechar='"', doublequote=True, strict=False)
+
+
+def _safe_rows(rows: Iterable[list[str]], limit: int) -> list[list[str]]:
+    out: list[list[str]] = []
+    try:
+        for row in itertools.islice(rows, limit):
+            out.append(row)
+    except csv.Error:
+        pass
+    return out
+
+
+def _delimiter(data: bytes, kind: str) -> str:
+    """The delimiter that splits the first rows into the most consistent number of fields."""
+    if kind == "tsv":
+        return "\t"
+    head = data[:_SNIFF]
+    cut = head.rfind(b"\n")
+    if len(data) > _SNIFF and cut > 0:
+        head = head[:cut]
+    best, best_score = ",", (0.0, 0)
+    for delimiter in _DELIMITERS:
+        widths = [len(row) for row in _safe_rows(_reader(head, delimiter), 30) if row]
+        if not widths:
+            continue
+        mode, hits = Counter(widths).most_common(1)[0]
+        if mode < 2:
+            continue
+        score = (hits / len(widths), mode)
+        if score > best_score:
+            best, best_score = delimiter, score
+    return best
+
+
+def _kind_of(value: str) -> str:
+    if _ONE_INT.fullmatch(value):
+        return "int"
+    if _ONE_FLOAT.fullmatch(value):
+        return "float"
+    if value in _BOOLS:
+        return "bool"
+    if _DATETIME.fullmatch(value):
+        return "datetime"
+    if _DATE.fullmatch(value):
+        return "date"
+    return "str"
+
+
+def _date_key(value: str) -> str:
+    """A sortable form of an ISO or US (M/D/YYYY) date or date-time."""
+    match = _US_PARTS.fullmatch(value)
+    if match is None:
+        return value
+    month, day, year, rest = match.groups()
+    return f"{year}-{int(month):02d}-{int(day):02d}{rest}"
+
+
+def _digits_key(value: str) -> tuple[int, str]:
+    significant = value.lstrip("0")
+    return len(significant), significant
+
+
+def _number(value: float) -> str:
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.6g}" if abs(value) < 1e6 else f"{value:.6g}"
+
+
+def _show(value: str, limit: int = 40) -> str:
+    value = value.replace("\r", "").replace("\n", "\\n")
+    if len(value) > limit:
+        value = value[: limit - 3] + "..."
+    return repr(value) if value.strip() != value or not value else value
+
+
+def _column_type(values: list[str]) -> str:
+    """The narrowest type every value has (checked on the joined column: one regex pass)."""
+    joined = "\n".join(values)
+    if _INT.fullmatch(joined):
+        return "int"
+    if _FLOAT.fullmatch(joined):
+        return "float"
+    if _DIGITS.fullmatch(joined):
+        return "digits"
+    if all(v in _BOOLS for v in values):
+        return "bool"
+    if all(_DATETIME.fullmatch(v) for v in values):
+        return "datetime"
+    if all(_DATE.fullmatch(v) for v in values):
+        return "date"
+    return "str"
+
+
+def _share(count: int, total: int, exact: bool) -> str:
+    if exact:
+        return f"{count:,}"
+    return f"{100 * count / max(1, total):.0f}%"
+
+
+def _describe_column(name: str, index: int, values: list[str], exact: bool, *, rich: int) -> str:
+    """One column's line: type, range or values, distinct and empty counts.
+
+    Counts are exact over all rows when ``exact``; over a sample they are shares (``43%``) and
+    distinct counts are marked ``~``. ``rich`` names how many top values a text column lists.
+    """
+    present = [v for v in (v.strip() for v in values) if v]
+    total = len(values)
+    empty = total - len(present)
+    empty_text = f", empty {_share(empty, total, exact)}" if empty else ""
+    label = f"  {index} {_show(name, 60)}:"
+    if not present:
+        return f"{label} always empty"
+    kind = _column_type(present)
+    counts = Counter(present)
+    distinct = len(counts)
+    about = "" if exact else "~"
+
+    def top(limit: int) -> str:
+        common = counts.most_common(limit)
+        if not exact:  # a share that rounds to 0% says nothing; name how many are rarer
+            common = [(v, n) for v, n in common if 200 * n >= total] or common[:1]
+        listed = ", ".join(f"{_show(v)} {_share(n, total, exact)}" for v, n in common)
+        rarer = distinct - len(common)
+        return listed + (f", +{rarer} more" if rarer else "")
+
+    if kind in ("int", "float"):
+        small = kind == "int" and max(len(v) for v in present) <= 18
+        numbers = [int(v) for v in present] if small else [float(v) for v in present]
+        finite = [n for n in numbers if math.isfinite(n)]
+        span = f" {_number(min(finite))}..{_number(max(finite))}" if finite else ""
+        if distinct <= _DISTINCT_SHOWN:
+            return f"{label} {kind}{span}, {distinct} distinct: {top(8)}{empty_text}"
+        return f"{label} {kind}{span}, {about}{distinct:,} distinct{empty_text}"
+    if kind == "digits":
+        if distinct <= _DISTINCT_SHOWN:
+            return f"{label} digits (leading zeros), {distinct} distinct: {top(8)}{empty_text}"
+        low = min(present, key=_digits_key)
+        high = max(present, key=_digits_key)
+        span = f"{low}..{high}, {about}{distinct:,} distinct"
+        return f"{label} digits (leading zeros) {span}{empty_text}"
+    if kind in ("date", "datetime"):
+        ordered = sorted(present, key=_date_key)
+        return (
+            f"{label} {kind} {ordered[0]}..{ordered[-1]}, {about}{distinct:,} distinct{empty_text}"
+        )
+    if kind == "bool":
+        return f"{label} bool ({top(2)}){empty_text}"
+    kinds = Counter(_kind_of(v) for v in present[:500])
+    mixed = ""
+    if len(kinds) > 1:
+        mixed = " (mixed: " + ", ".join(k for k, _ in kinds.most_common()) + ")"
+    if distinct <= _DISTINCT_SHOWN and distinct < len(present):
+        return f"{label} str{mixed}, {distinct} distinct ({top(6)}){empty_text}"
+    longest = max(len(v) for v in present)
+    unique = ", all unique" if distinct == len(present) and len(present) > 1 else ""
+    common = ""
+    best = counts.most_common(1)[0][1]
+    if rich and not unique and distinct * 2 <= len(present) and best * 100 >= total and best > 1:
+        common = f"; top: {top(rich)}".rsplit(", +", 1)[0]
+    return (
+        f"{label} str{mixed}, {about}{distinct:,} distinct{unique}, up to {longest:,} chars"
+        f"{empty_text}{common}"
+    )
+
+
+def _looks_like_header(first: list[str], sample: list[list[str]]) -> bool:
+    """A first row of distinct texts over typed columns, or over values it never repeats."""
+    names = [v.strip() for v in first]
+    if not names or any(not n or _kind_of(n) != "str" for n in names):
+        return False
+    columns = [
+        [r[i].strip() for r in sample if len(r) > i and r[i].strip()] for i in range(len(names))
+    ]
+    if any(column and _column_type(column) != "str" for column in columns):
+        return True
+    return all(name not in set(column[:500]) for name, column in zip(names, columns, strict=True))
+
+
+def _render_row(row: list[str], delimiter: str, limit: int) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=delimiter, lineterminator="").writerow(row)
+    text = buffer.getvalue().replace("\r", "\\r").replace("\n", "\\n")
+    if len(text) > limit:
+        text = text[: limit - 16] + f" [+{len(text) - limit + 16} chars]"
+    return text
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What one pass over every record keeps: counts, widths, the first, sampled and last rows."""
+
+    count: int = 0
+    blank: int = 0
+    widths: Counter[int] = field(default_factory=Counter)
+    head: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    sample: list[list[str]] = field(default_factory=list)
+    tail: deque[tuple[int, int, list[str]]] = field(default_factory=deque)
+    error_at: int | None = None
+
+
+def _scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan:
+    """One pass of the csv module over every record; the per-row work is a few operations."""
+    scan = _Scan(tail=deque(maxlen=keep + 1))
+    reader = _reader(data, delimiter)
+    head, sample, tail, widths = scan.head, scan.sample, scan.tail, scan.widths
+    count = line = blank = 0
+    width = -1
+    try:
+        for row in reader:
+            start = line + 1
+            line = reader.line_num
+            if len(row) != width:
+                if not row:
+                    blank += 1
+                    continue
+                if width < 0:
+                    width = len(row)
+            count += 1
+            widths[len(row)] += 1
+            if count <= keep + 1:
+                head.append((count, start, row))
+            if count % stride == 1 or stride == 1:
+                sample.append(row)
+            tail.append((count, start, row))
+    except csv.Error:  # e.g. a NUL byte: what was read before it still stands
+        scan.error_at = count + 1
+    scan.count, scan.blank = count, blank
+    return scan
+
+
+def _estimated_rows(data: bytes) -> int:
+    head = data[: 4 * _SNIFF]
+    lines = head.count(b"\n") + 1
+    return max(1, int(lines * len(data) / max(1, len(head))))
+
+
+def project_csv(data: bytes, detection: Detection, budget: int) -> str:
+    """A preview of a CSV or TSV table within ``budget`` bytes."""
+    delimiter = _delimiter(data, detection.kind)
+    probe = _safe_rows(_reader(data[:_SNIFF], delimiter), 50)
+    width_guess = max(1, max((len(r) for r in probe), default=1))
+    sample_rows = max(_MIN_SAMPLE_ROWS, _SAMPLE_CELLS // width_guess)
+    estimated = _estimated_rows(data)
+    stride = 1 if estimated <= sample_rows else -(-estimated // sample_rows)
+    keep = max(2, min(8, budget // 1500))
+    scan = _scan(data, delimiter, stride, keep)
+
+    out = Builder(budget)
+    if scan.count == 0:
+        out.add(f"{detection.kind}: no rows")
+        return out.text()
+    width = scan.widths.most_common(1)[0][0]
+    has_header = _looks_like_header(scan.head[0][2], scan.sample[1:200])
+    names = scan.head[0][2] if has_header else [f"col{i + 1}" for i in range(width)]
+    offset = 1 if has_header else 0
+    data_rows = scan.count - offset
+    # The first and last rows join the sample, so ranges reach the table's ends.
+    ends = [r for n, _, r in scan.head[offset:]] + [r for n, _, r in scan.tail if n > offset]
+    exact = stride == 1
+    body_sample = scan.sample[offset:] if exact else ends + scan.sample[offset:]
+
+    row_limit = max(60, min(400, budget // 12))
+    tail_rows = [t for t in scan.tail if t[0] > offset][-keep:]
+
+    def rows_block(title: str, rows: list[tuple[int, int, list[str]]], limit: int) -> list[str]:
+        return [title] + [
+            f"  row {n - offset:,} (line {start:,}): {_render_row(r, delimiter, limit)}"
+            for n, start, r in rows
+        ]
+
+    tail_lines = rows_block("last rows:", tail_rows, row_limit)
+    while sum(len(t.encode()) + 1 for t in tail_lines) > budget // 3 and len(tail_rows) > 1:
+        if row_limit > 120:
+            row_limit //= 2
+        else:
+            tail_rows = tail_rows[1:]
+        tail_lines = rows_block("last rows:", tail_rows, row_limit)
+    if not tail_rows:
+        tail_lines = ["last rows: none (the header is the only row)"]
+    if scan.error_at is not None:
+        tail_lines.append(
+            f"parsing stopped at record {scan.error_at:,} (not CSV past that point); "
+            "the counts cover the records before it"
+        )
+    reserve = sum(len(t.encode()) + 1 for t in tail_lines)
+
+    name = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}.get(delimiter, delimiter)
+    quoted = 'some fields quoted with "' if b'"' in data else "no quoting"
+    crlf = ", CRLF line ends" if b"\r\n" in data[:_SNIFF] else ""
+    header_text = "after 1 header row" if has_header else "no header row"
+    out.add_cut(
+        f"{detection.kind}: {data_rows:,} data rows (exact count, {header_text}), "
+        f"{width} columns; delimiter {name}, {quoted}{crlf}",
+        reserve=reserve,
+    )
+    physical = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    notes = []
+    if physical != scan.count + scan.blank:
+        notes.append(f"{physical:,} lines (quoted fields span lines)")
+    if scan.blank:
+        notes.append(f"{scan.blank:,} blank lines")
+    odd = scan.count - scan.widths[width]
+    if odd:
+        others = ", ".join(
+            f"{w} fields x{n:,}" for w, n in scan.widths.most_common(6) if w != width
+        )
+        notes.append(f"{odd:,} rows of another width ({others})")
+    if notes:
+        out.add_cut("note: " + "; ".join(notes), reserve=reserve)
+    if has_header:
+        out.add_cut(f"header: {_render_row(names, delimiter, 600)}", reserve=reserve)
+    scope = (
+        f"all {len(body_sample):,} data rows"
+        if exact
+        else f"a sample of {len(body_sample):,} rows: 1 in {stride:,}, the first and the last; "
+        "counts as shares, ~ marks distinct counts in the sample"
+    )
+    out.add(f"columns (over {scope}):", reserve=reserve)
+    shown_columns = min(width, _MAX_COLUMNS)
+    columns = [[r[i] if i < len(r) else "" for r in body_sample] for i in range(shown_columns)]
+    titles = [names[i] if i < len(names) else f"col{i + 1}" for i in range(shown_columns)]
+    first_rows = [t for t in scan.head if offset < t[0] < (tail_rows[0][0] if tail_rows else 0)]
+    first_lines = rows_block("first rows:", first_rows[:keep], row_limit) if first_rows else []
+    first_cost = sum(len(t.encode()) + 1 for t in first_lines[:3])
+    lines: list[str] = []
+    for rich in (5 if budget >= 6000 else 3, 0):
+        lines = [
+            _describe_column(t, i + 1, c, exact, rich=rich)
+            for i, (t, c) in enumerate(zip(titles, columns, strict=True))
+        ]
+        if sum(len(x.encode()) + 1 for x in lines) + first_cost + reserve <= out.room:
+            break
+    if width > _MAX_COLUMNS:
+        lines.append(f"  ... +{width - _MAX_COLUMNS} more columns")
+    shown = 0
+    for entry in lines:
+        if not out.add_cut(entry, reserve=reserve + 60):
+            break
+        shown += 1
+    if shown < len(lines):
+        rest = ", ".join(_show(n, 30) for n in names[shown:width])
+        out.add_cut(f"  ... {len(lines) - shown} more columns: {rest}", reserve=reserve)
+    if first_lines and out.add(first_lines[0], reserve=reserve + 40):
+        for entry in first_lines[1:]:
+            if not out.add_cut(entry, reserve=reserve):
+                break
+    out.add_all(tail_lines)
+    return out.text()
