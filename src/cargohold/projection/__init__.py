@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cargohold._text import decode, utf8_len
+from cargohold.projection._csv import project_csv
 from cargohold.projection._detect import detect
 from cargohold.projection._json import project_json
 from cargohold.projection._log import project_log
 from cargohold.projection._model import Builder, Detection, Projection, ProjectionClass
+from cargohold.projection._ndjson import project_ndjson
 from cargohold.projection._text import head_tail
 
 Projector = Callable[[bytes, Detection, int], str]
@@ -41,6 +43,9 @@ def _log(data: bytes, found: Detection, budget: int) -> str:
 PROJECTORS: dict[str, Projector] = {
     "json": _json,
     "log": _log,
+    "csv": project_csv,
+    "tsv": project_csv,
+    "ndjson": project_ndjson,
 }
 """Structure-aware projectors by kind; kinds without one get the verbatim head and tail."""
 
