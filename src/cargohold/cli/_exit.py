@@ -11,6 +11,7 @@ from cargohold._errors import (
     UsageError,
 )
 from cargohold._records import ReadOutcome
+from cargohold.guard._errors import ContextLeakError, ContextWindowExceededError
 
 
 class ExitCode(enum.IntEnum):
@@ -25,6 +26,8 @@ class ExitCode(enum.IntEnum):
     EXPIRED = 6
     OVER_BUDGET = 7
     REJECTED = 8
+    CONTEXT_LEAK = 9
+    CONTEXT_WINDOW = 10
 
 
 OUTCOME_EXIT: dict[ReadOutcome, ExitCode] = {
@@ -47,7 +50,9 @@ Exit status:
   5  stale: the stored bytes no longer match the reference's digest
   6  expired: the artifact's TTL has passed
   7  over budget: the answer is longer than --max-bytes
-  8  rejected: over a size limit or quota, or a refused sensitivity"""
+  8  rejected: over a size limit or quota, or a refused sensitivity
+  9  context leak: a request carries raw heavy content (guard)
+  10 context window: a request does not fit the model's window (guard)"""
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:
@@ -61,6 +66,10 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.USAGE
     if isinstance(exc, RejectedError):
         return ExitCode.REJECTED
+    if isinstance(exc, ContextLeakError):
+        return ExitCode.CONTEXT_LEAK
+    if isinstance(exc, ContextWindowExceededError):
+        return ExitCode.CONTEXT_WINDOW
     return ExitCode.ERROR
 
 
