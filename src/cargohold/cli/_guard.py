@@ -1,0 +1,165 @@
+"""``cargohold guard``: check a request file before it is sent, as the client wrappers do.
+
+Exit 0 when the request may go, 9 on raw heavy content, 10 when it does not fit the model's
+window. Findings are printed one per line: where, how big, which tool; never content. A failure
+is also one decision event in the events log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO
+
+import click
+
+from cargohold._errors import UsageError
+from cargohold.cli._context import get_app
+from cargohold.cli._exit import ExitCode
+
+_FORMATS = ["openai-chat", "openai-responses", "anthropic", "langchain"]
+
+
+@click.command()
+@click.argument("request_file", metavar="REQUEST.json", type=click.File("rb"))
+@click.option(
+    "--format",
+    "request_format",
+    type=click.Choice(_FORMATS),
+    required=True,
+    help="The request's shape: the arguments of chat.completions.create, responses.create, "
+    "messages.create, or a JSON list of LangChain message dicts.",
+)
+@click.option(
+    "--model",
+    metavar="M",
+    help="Check against this model's window (default: the request's own model field).",
+)
+@click.option(
+    "--threshold",
+    type=click.IntRange(min=1),
+    metavar="BYTES",
+    help="Heavy threshold in bytes (default: heavy_threshold, 32 KiB).",
+)
+@click.option(
+    "--margin",
+    type=click.IntRange(min=0),
+    metavar="TOKENS",
+    help="Tokens to keep free below the model's window (default 4096).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def guard(
+    request_file: IO[bytes],
+    request_format: str,
+    model: str | None,
+    threshold: int | None,
+    margin: int | None,
+    as_json: bool,
+) -> None:
+    """Check REQUEST.json for raw heavy content and for the model's window.
+
+    A part at or above the heavy threshold must be a cargohold stub or a recovered segment; the
+    request's tokens must fit the model's context window less the margin. Nothing is sent and
+    nothing is changed: the guard never truncates.
+
+    \b
+    Exit status: 0 the request may go, 9 raw heavy content (a context leak),
+    10 over the model's window, 2 an unreadable request.
+
+    \b
+    Examples:
+      cargohold guard request.json --format openai-chat
+      cargohold guard body.json --format anthropic --model claude-sonnet-4-5 --margin 8000
+    """
+    from cargohold.guard import (
+        DEFAULT_MARGIN,
+        ContextLeakError,
+        ContextWindowExceededError,
+        Guard,
+    )
+
+    try:
+        request = json.loads(request_file.read())
+    except (ValueError, UnicodeDecodeError):
+        raise UsageError("the request file is not JSON") from None
+    app = get_app()
+    checker = Guard(
+        threshold=threshold if threshold is not None else app.settings.heavy_threshold,
+        margin=margin if margin is not None else DEFAULT_MARGIN,
+        reporter=app.reporter,
+    )
+    try:
+        report = checker.check(request, format=request_format, model=model)
+    except ContextLeakError as exc:
+        if as_json:
+            _echo_json(
+                {
+                    "outcome": exc.event.outcome.value,
+                    "threshold": exc.threshold,
+                    "findings": [
+                        {
+                            "path": f.path,
+                            "message_index": f.message_index,
+                            "size": f.size,
+                            "tool": f.tool,
+                            "where": f.where,
+                        }
+                        for f in exc.findings
+                    ],
+                }
+            )
+        else:
+            for finding in exc.findings:
+                click.echo(f"leak  {finding.describe()}")
+            click.echo(
+                f"cargohold: context leak: {len(exc.findings)} raw part(s) at or above "
+                f"{exc.threshold:,} bytes; offload them so the request carries stubs",
+                err=True,
+            )
+        raise click.exceptions.Exit(int(ExitCode.CONTEXT_LEAK)) from None
+    except ContextWindowExceededError as exc:
+        how = "counted" if exc.counted else "estimated"
+        if as_json:
+            _echo_json(
+                {
+                    "outcome": exc.event.outcome.value,
+                    "model": exc.model,
+                    "window": exc.window,
+                    "margin": exc.margin,
+                    "tokens": exc.tokens,
+                    "counted": exc.counted,
+                }
+            )
+        else:
+            click.echo(
+                f"window  {exc.tokens:,} tokens ({how}) > {exc.window - exc.margin:,} "
+                f"(model {exc.model}: window {exc.window:,} less margin {exc.margin:,})"
+            )
+        raise click.exceptions.Exit(int(ExitCode.CONTEXT_WINDOW)) from None
+    if as_json:
+        _echo_json(
+            {
+                "outcome": "ok",
+                "model": report.model,
+                "request_bytes": report.request_bytes,
+                "messages": report.messages,
+                "estimated_tokens": report.estimated_tokens,
+                "counted_tokens": report.counted_tokens,
+                "window": report.window,
+                "margin": report.margin,
+                "decided_by": report.decided_by.value,
+            }
+        )
+        return
+    window = (
+        f"window {report.window:,} less margin {report.margin:,}, decided by {report.decided_by}"
+        if report.window is not None
+        else f"no window check ({report.decided_by})"
+    )
+    click.echo(
+        f"ok  {report.messages} messages, {report.request_bytes:,} bytes, about "
+        f"{report.tokens:,} tokens; {window}"
+    )
+
+
+def _echo_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2))

@@ -1,0 +1,340 @@
+"""The edge guard: one pass over an assembled request just before it is sent.
+
+Two checks, in this order:
+
+1. Leak: no part at or above the heavy threshold may be raw. A genuine stub or a genuine recovered
+   segment (its marker's digest matching its text) passes; anything else raises
+   :class:`ContextLeakError` and reports one ``llm.context_leak`` event.
+2. Window: the request's tokens must not exceed the model's window less a margin, or
+   :class:`ContextWindowExceededError` is raised and one ``llm.context_window_exceeded`` event
+   reported.
+
+Counting must not dominate the call. The calibrated bytes-per-token estimate (by family: text,
+JSON, base64; images at a flat cost) decides unless the request lies within the estimate's error
+band of the limit; only then does the real tokenizer (bpe-openai's o200k, loaded once, lazily)
+settle it. The guard never truncates and never modifies the request.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cargohold._errors import UsageError
+from cargohold._events import (
+    ContentKind,
+    GuardOutcome,
+    Operation,
+    Reason,
+    Reporter,
+    record,
+)
+from cargohold._offload import HEAVY_THRESHOLD
+from cargohold._tokens import Family, count_tokens, estimate_tokens
+from cargohold.guard._errors import ContextLeakError, ContextWindowExceededError
+from cargohold.guard._models import window_for
+from cargohold.guard._walk import (
+    Walker,
+    walk_anthropic,
+    walk_langchain,
+    walk_openai_chat,
+    walk_openai_responses,
+)
+
+DEFAULT_MARGIN = 4096
+"""Tokens kept free below the window by default (room for the answer)."""
+
+IMAGE_TOKENS = 1600
+"""Tokens counted per image part: providers bill images by their pixels, not their base64 bytes
+(OpenAI high detail and Anthropic both stay near or below this for a typical image)."""
+
+MESSAGE_TOKENS = 4
+"""Framing tokens counted per message (role and separators)."""
+
+ESTIMATE_BAND = (0.6, 1.8)
+"""The estimate's error, as the range of real/estimated tokens seen on real content: dense logs
+and CSV run about 1.8 times the estimate, well-compressed prose and JSON about 0.6 of it. Outside
+``estimate * band`` of the limit the estimate decides; inside, the real tokenizer."""
+
+
+class RequestFormat(enum.StrEnum):
+    """The request shapes the guard walks."""
+
+    OPENAI_CHAT = "openai-chat"
+    OPENAI_RESPONSES = "openai-responses"
+    ANTHROPIC = "anthropic"
+    LANGCHAIN = "langchain"
+
+
+class Decision(enum.StrEnum):
+    """What decided the window check."""
+
+    ESTIMATE = "estimate"
+    TOKENIZER = "tokenizer"
+    NO_TOKENIZER = "no_tokenizer"
+    """In the band, but no real tokenizer is installed: the estimate decided."""
+    UNKNOWN_MODEL = "unknown_model"
+    """No model, or a model no table knows: no window check was made."""
+    SKIPPED = "skipped"
+    """The caller asked for the leak check only."""
+
+
+_WALKERS: dict[RequestFormat, Callable[[Walker, Any], None]] = {
+    RequestFormat.OPENAI_CHAT: walk_openai_chat,
+    RequestFormat.OPENAI_RESPONSES: walk_openai_responses,
+    RequestFormat.ANTHROPIC: walk_anthropic,
+    RequestFormat.LANGCHAIN: walk_langchain,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GuardReport:
+    """A request that may go, and what the guard measured of it (no content).
+
+    Attributes:
+        format: The request format walked.
+        model: The model checked against, if any.
+        request_bytes: UTF-8 bytes of every leaf string of the request.
+        messages: Messages (or input items, system prompts) counted.
+        images: Image parts counted (at :data:`IMAGE_TOKENS` each).
+        estimated_tokens: The calibrated estimate.
+        counted_tokens: The real tokenizer's count, when the estimate was too close to call.
+        window: The model's context window, when known.
+        margin: Tokens kept free below the window.
+        decided_by: What decided the window check.
+    """
+
+    format: RequestFormat
+    model: str | None
+    request_bytes: int
+    messages: int
+    images: int
+    estimated_tokens: int
+    counted_tokens: int | None
+    window: int | None
+    margin: int
+    decided_by: Decision
+
+    @property
+    def tokens(self) -> int:
+        """The count when one was made, else the estimate."""
+        return self.estimated_tokens if self.counted_tokens is None else self.counted_tokens
+
+
+def _positive(name: str, value: int, *, zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
+        raise UsageError(f"{name} must be a {'non-negative' if zero else 'positive'} integer")
+    return value
+
+
+class Guard:
+    """Checks whole requests before they go to a model.
+
+    Args:
+        threshold: The heavy threshold in bytes (at or above: must be a stub or segment).
+        margin: Tokens kept free below the model's window.
+        windows: Model-name prefix -> context window, consulted before the built-in table.
+        reporter: Where the guard's failure events go; ``None`` reports nothing.
+        estimate_band: ``(low, high)`` bounds of real/estimated tokens; the estimate decides
+            outside them, the real tokenizer inside.
+
+    Example::
+
+        guard = cargohold.guard.Guard(reporter=reporter)
+        guard.check(request, format="openai-chat")     # raises before anything is sent
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold: int = HEAVY_THRESHOLD,
+        margin: int = DEFAULT_MARGIN,
+        windows: Mapping[str, int] | None = None,
+        reporter: Reporter | None = None,
+        estimate_band: tuple[float, float] = ESTIMATE_BAND,
+    ) -> None:
+        self._threshold = _positive("threshold", threshold)
+        self._margin = _positive("margin", margin, zero=True)
+        self._windows = dict(windows or {})
+        for value in self._windows.values():
+            _positive("a context window", value)
+        low, high = estimate_band
+        if not 0 < low <= 1 <= high:
+            raise UsageError("estimate_band is (low, high) with 0 < low <= 1 <= high")
+        self._band = (float(low), float(high))
+        self._reporter = reporter
+        self._known: dict[str, int | None] = {}
+
+    def __repr__(self) -> str:
+        return f"Guard(threshold={self._threshold}, margin={self._margin})"
+
+    @property
+    def threshold(self) -> int:
+        """The heavy threshold in bytes."""
+        return self._threshold
+
+    @property
+    def reporter(self) -> Reporter | None:
+        """Where failure events go."""
+        return self._reporter
+
+    def window_for(self, model: str) -> int | None:
+        """The window this guard uses for ``model`` (the caller's table first)."""
+        if model not in self._known:
+            if len(self._known) >= 256:  # model names come from requests: keep the memo small
+                self._known.clear()
+            self._known[model] = window_for(model, self._windows)
+        return self._known[model]
+
+    def check(
+        self,
+        request: Any,
+        *,
+        format: RequestFormat | str,
+        model: str | None = None,
+        check_window: bool = True,
+    ) -> GuardReport:
+        """Check ``request``; return what was measured, or raise before it is sent.
+
+        Args:
+            request: The request as the client would send it (a mapping of the create call's
+                arguments; for LangChain, a list of messages).
+            format: ``openai-chat``, ``openai-responses``, ``anthropic`` or ``langchain``.
+            model: The model; taken from the request's ``model`` when omitted. With no model,
+                or one no table knows, only the leak check is made.
+            check_window: ``False`` to make the leak check only.
+
+        Raises:
+            ContextLeakError: a raw part at or above the heavy threshold.
+            ContextWindowExceededError: more tokens than the window less the margin.
+            UsageError: an unknown format or a request of the wrong shape.
+        """
+        fmt = _format(format)
+        walk = _WALKERS[fmt]
+        if fmt is not RequestFormat.LANGCHAIN and not isinstance(request, Mapping):
+            raise UsageError(f"an {fmt.value} request is a mapping of the create call's arguments")
+        walker = Walker(self._threshold)
+        walk(walker, request)
+        estimated = _estimate(walker)
+        if walker.findings:
+            first = walker.findings[0]
+            event = record(
+                self._reporter,
+                Operation.GUARD,
+                GuardOutcome.CONTEXT_LEAK,
+                ContentKind.TOOL_RESULT,
+                Reason.RAW_HEAVY_CONTENT,
+                observed_bytes=first.size,
+                limit_bytes=self._threshold,
+                ref=None,
+                tool=first.tool,
+                estimated_tokens=estimated,
+            )
+            raise ContextLeakError(walker.findings, threshold=self._threshold, event=event)
+        if not check_window:
+            model = None
+        elif model is None and isinstance(request, Mapping):
+            named = request.get("model")
+            model = named if isinstance(named, str) else None
+        window = None if model is None else self.window_for(model)
+        counted: int | None = None
+        if not check_window:
+            decided = Decision.SKIPPED
+        elif model is None or window is None:
+            decided = Decision.UNKNOWN_MODEL
+        else:
+            allowed = window - self._margin
+            if allowed < 1:
+                raise UsageError("the margin leaves no room in the model's window")
+            low, high = self._band
+            if estimated * high <= allowed:
+                decided, over = Decision.ESTIMATE, False
+            elif estimated * low > allowed:
+                decided, over = Decision.ESTIMATE, True
+            else:
+                counted = self._count(walk, request, walker)
+                if counted is None:
+                    decided, over = Decision.NO_TOKENIZER, estimated > allowed
+                else:
+                    decided, over = Decision.TOKENIZER, counted > allowed
+            if over:
+                tokens = estimated if counted is None else counted
+                event = record(
+                    self._reporter,
+                    Operation.GUARD,
+                    GuardOutcome.CONTEXT_WINDOW_EXCEEDED,
+                    ContentKind.TOOL_RESULT,
+                    Reason.WINDOW_MARGIN,
+                    observed_bytes=walker.request_bytes,
+                    limit_bytes=0,
+                    ref=None,
+                    estimated_tokens=tokens,
+                )
+                raise ContextWindowExceededError(
+                    model=model,
+                    window=window,
+                    margin=self._margin,
+                    tokens=tokens,
+                    counted=counted is not None,
+                    event=event,
+                )
+        return GuardReport(
+            format=fmt,
+            model=model,
+            request_bytes=walker.request_bytes,
+            messages=walker.messages,
+            images=walker.images,
+            estimated_tokens=estimated,
+            counted_tokens=counted,
+            window=window,
+            margin=self._margin,
+            decided_by=decided,
+        )
+
+    def _count(
+        self, walk: Callable[[Walker, Any], None], request: Any, first: Walker
+    ) -> int | None:
+        texts: list[str] = []
+        walk(Walker(self._threshold, collect=texts), request)
+        total = 0
+        for text in texts:
+            counted = count_tokens(text)
+            if counted is None:
+                return None
+            total += counted
+        return total + first.images * IMAGE_TOKENS + first.messages * MESSAGE_TOKENS
+
+
+def _format(value: RequestFormat | str) -> RequestFormat:
+    try:
+        return RequestFormat(value)
+    except ValueError:
+        names = ", ".join(f.value for f in RequestFormat)
+        raise UsageError(f"format must be one of: {names}") from None
+
+
+def _estimate(walker: Walker) -> int:
+    return (
+        estimate_tokens(walker.text_bytes, Family.PROSE)
+        + estimate_tokens(walker.json_bytes, Family.JSON)
+        + estimate_tokens(walker.b64_bytes, Family.BASE64)
+        + walker.images * IMAGE_TOKENS
+        + walker.messages * MESSAGE_TOKENS
+    )
+
+
+def check_request(
+    request: Any,
+    *,
+    format: RequestFormat | str,
+    model: str | None = None,
+    threshold: int = HEAVY_THRESHOLD,
+    margin: int = DEFAULT_MARGIN,
+    windows: Mapping[str, int] | None = None,
+    reporter: Reporter | None = None,
+) -> GuardReport:
+    """:meth:`Guard.check` with a guard made for this one call."""
+    guard = Guard(threshold=threshold, margin=margin, windows=windows, reporter=reporter)
+    return guard.check(request, format=format, model=model)

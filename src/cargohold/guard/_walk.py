@@ -1,0 +1,677 @@
+"""One pass over a request: every leaf string measured, raw heavy parts located.
+
+A walker knows each format's places (messages, content parts, tool calls and results, system
+prompts, attachments) and walks every other key of the request generically, so content put where
+no format expects it is still seen. For each leaf string it adds the UTF-8 size to a tally by
+token family (text, JSON, base64, image) and, only when the leaf is at or above the heavy
+threshold, checks whether it is a genuine stub or recovered segment. Stubs never exceed 16 KiB,
+so under the default 32 KiB threshold no stub is ever parsed and the pass costs one ``len`` per
+leaf; paths are rendered only for findings.
+
+A tool result (and a structured tool input, measured as compact JSON) is also judged as a whole,
+so a raw result split into many small parts is still a leak.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cargohold._segment import OPEN as SEGMENT_OPEN
+from cargohold._segment import parse_segment
+from cargohold._stub import MARKER, parse_stub
+from cargohold.guard._errors import LeakFinding
+
+TEXT, JSON, B64, IMAGE, OPAQUE = range(5)
+"""Token families of a leaf. IMAGE bytes are not tokens (an image costs a flat amount);
+OPAQUE (reasoning signatures, encrypted reasoning) is neither counted nor judged."""
+
+_STUB_START = MARKER + " artifact://"
+_DATA_URL_MIN = 256
+"""Shorter strings are tallied as text even if they are data URLs (a rounding error)."""
+_B64_KEYS = frozenset({"data", "base64", "file_data", "b64_json", "image_data"})
+_JSON_KEYS = frozenset({"arguments", "input", "args", "partial_json", "parameters"})
+_IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
+_OPAQUE_KEYS = frozenset({"signature", "encrypted_content"})
+_TOOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+# LangChain fields that are never sent to a model (ToolMessage.artifact is documented as such).
+_LANGCHAIN_SKIP = frozenset(
+    {"artifact", "response_metadata", "usage_metadata", "id", "example", "lc_attributes"}
+)
+
+Node = tuple[Any, str | int] | None
+"""A path as a linked list of (parent, key); rendered only when a finding needs it."""
+
+
+def render_path(node: Node) -> str:
+    """``messages[3].content[1].image_url.url`` from its linked pieces."""
+    pieces: list[str | int] = []
+    while node is not None:
+        node, piece = node
+        pieces.append(piece)
+    out: list[str] = []
+    for piece in reversed(pieces):
+        if isinstance(piece, int):
+            out.append(f"[{piece}]")
+        else:
+            out.append(f".{piece}" if out else piece)
+    return "".join(out)
+
+
+def genuine(text: str) -> bool:
+    """Whether ``text`` is a genuine stub or a genuine recovered segment (checks both digests)."""
+    if text.startswith(_STUB_START):
+        return parse_stub(text) is not None
+    if text.startswith(SEGMENT_OPEN):
+        return parse_segment(text) is not None
+    return False
+
+
+def _utf8(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _json_size(value: object) -> int:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _utf8(text)
+
+
+def _tool_name(value: object) -> str | None:
+    if isinstance(value, str) and _TOOL_NAME.fullmatch(value):
+        return value
+    return None
+
+
+def _plain(value: object) -> object:
+    """A pydantic model (an SDK response item passed back as input) as plain data."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json", exclude_none=True)
+        except Exception:  # not a pydantic v2 model after all: judged as nothing to walk
+            return None
+    return None
+
+
+class Walker:
+    """The state of one pass: tallies, findings and the tool-call names seen so far.
+
+    Args:
+        threshold: The heavy threshold in bytes.
+        collect: A list to append every countable leaf string to (for the real tokenizer), or
+            ``None`` for the fast pass.
+    """
+
+    __slots__ = (
+        "b64_bytes",
+        "calls",
+        "collect",
+        "findings",
+        "group",
+        "group_hit",
+        "image_bytes",
+        "images",
+        "index",
+        "json_bytes",
+        "messages",
+        "text_bytes",
+        "threshold",
+        "tool",
+        "where",
+    )
+
+    def __init__(self, threshold: int, collect: list[str] | None = None) -> None:
+        self.threshold = threshold
+        self.collect = collect
+        self.text_bytes = 0
+        self.json_bytes = 0
+        self.b64_bytes = 0
+        self.image_bytes = 0
+        self.images = 0
+        self.messages = 0
+        self.findings: list[LeakFinding] = []
+        self.calls: dict[str, str] = {}
+        self.index: int | None = None
+        self.tool: str | None = None
+        self.where = "other"
+        self.group: list[tuple[str, int]] | None = None
+        self.group_hit = False
+
+    @property
+    def request_bytes(self) -> int:
+        """Bytes of every leaf string walked."""
+        return self.text_bytes + self.json_bytes + self.b64_bytes + self.image_bytes
+
+    # -- leaves and generic structure ------------------------------------------------------
+
+    def leaf(self, text: str, node: Node, family: int) -> None:
+        """Measure one leaf string; record a finding if it is raw and heavy."""
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if family == TEXT:
+            if size > _DATA_URL_MIN and text.startswith("data:"):
+                family = B64
+                self.b64_bytes += size
+            else:
+                self.text_bytes += size
+        elif family == JSON:
+            self.json_bytes += size
+        elif family == B64:
+            self.b64_bytes += size
+        elif family == IMAGE:
+            self.image_bytes += size
+        else:
+            return
+        if self.collect is not None and family != IMAGE:
+            self.collect.append(text)
+        if self.group is not None:
+            self.group.append((text, size))
+        if size >= self.threshold:
+            self.judge(text, size, node, "attachment" if family in (B64, IMAGE) else self.where)
+
+    def judge(self, text: str, size: int, node: Node, where: str) -> None:
+        """A leaf at or above the threshold: a finding unless a genuine stub or segment."""
+        if not genuine(text):
+            self._find(node, size, where)
+            self.group_hit = True
+
+    def _find(self, node: Node, size: int, where: str) -> None:
+        self.findings.append(LeakFinding(render_path(node), self.index, size, self.tool, where))
+
+    def any(self, value: object, node: Node, family: int = TEXT) -> None:
+        """Walk any value: strings are leaves, mappings and sequences are descended."""
+        if isinstance(value, str):
+            self.leaf(value, node, family)
+        elif type(value) is dict or isinstance(value, Mapping):
+            self.mapping(value, node, family)
+        elif type(value) is list or isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                if isinstance(item, str):
+                    self.leaf(item, (node, index), family)
+                else:
+                    self.any(item, (node, index), family)
+        elif not isinstance(value, int | float | bool | bytes | type(None)):
+            plain = _plain(value)
+            if plain is not None:
+                self.any(plain, node, family)
+
+    def mapping(self, value: Mapping[Any, Any], node: Node, family: int = TEXT) -> None:
+        """Walk a mapping, choosing each key's family from what the key and block type mean."""
+        kind = value.get("type")
+        if kind in _IMAGE_TYPES and family != OPAQUE:
+            self.images += 1
+            family = IMAGE
+        for key, item in value.items():
+            if key in _OPAQUE_KEYS or (kind == "redacted_thinking" and key == "data"):
+                continue
+            sub = family
+            if family == TEXT:
+                if key in _B64_KEYS and kind != "text":
+                    sub = B64
+                elif key in _JSON_KEYS:
+                    sub = JSON
+            if isinstance(item, str):
+                self.leaf(item, (node, key), sub)
+            elif item is not None:
+                self.any(item, (node, key), sub)
+
+    # -- groups: a tool result, a structured tool input ------------------------------------
+
+    def begin_group(self) -> tuple[list[tuple[str, int]] | None, bool]:
+        """Start collecting the leaves of one tool result; returns the outer state."""
+        outer = (self.group, self.group_hit)
+        self.group, self.group_hit = [], False
+        return outer
+
+    def end_group(
+        self,
+        node: Node,
+        outer: tuple[list[tuple[str, int]] | None, bool],
+        *,
+        total: int | None = None,
+    ) -> None:
+        """Judge the group as a whole unless one of its parts was already a finding.
+
+        Args:
+            node: Where the group sits.
+            outer: What :meth:`begin_group` returned.
+            total: The group's size when it is not the sum of its leaves (compact JSON).
+        """
+        leaves, hit = self.group or [], self.group_hit
+        self.group, self.group_hit = outer
+        if hit:
+            self.group_hit = True
+            return
+        size = sum(n for _, n in leaves) if total is None else total
+        if size < self.threshold:
+            return
+        raw = size - sum(n for text, n in leaves if genuine(text))
+        if raw >= self.threshold:
+            self._find(node, raw, self.where)
+            self.group_hit = True
+
+    def tool_result(self, value: object, node: Node, tool: str | None) -> None:
+        """Walk one tool result (any shape) as a group attributed to ``tool``."""
+        saved = (self.tool, self.where)
+        self.tool, self.where = tool, "tool_result"
+        outer = self.begin_group()
+        self.any(value, node, TEXT)
+        self.end_group(node, outer)
+        self.tool, self.where = saved
+
+    def tool_input(self, value: object, node: Node, tool: str | None) -> None:
+        """Walk a tool call's input: a JSON string is a leaf, an object is measured as JSON."""
+        saved = (self.tool, self.where)
+        self.tool, self.where = tool, "tool_arguments"
+        if isinstance(value, str):
+            self.leaf(value, node, JSON)
+        elif value is not None:
+            total = _json_size(value)
+            outer = self.begin_group()
+            before = self.json_bytes + self.text_bytes + self.b64_bytes + self.image_bytes
+            self.any(value, node, JSON)
+            after = self.json_bytes + self.text_bytes + self.b64_bytes + self.image_bytes
+            self.json_bytes += max(0, total - (after - before))  # keys and punctuation
+            self.end_group(node, outer, total=total)
+        self.tool, self.where = saved
+
+    def remember_call(self, call_id: object, name: object) -> str | None:
+        """Note a tool call's id -> name, so its result can name the tool; the name, if safe."""
+        tool = _tool_name(name)
+        if isinstance(call_id, str) and tool is not None:
+            self.calls[call_id] = tool
+        return tool
+
+    def called(self, call_id: object) -> str | None:
+        """The tool a result answers, when its call was seen (and its name is a safe name)."""
+        return _tool_name(self.calls.get(call_id)) if isinstance(call_id, str) else None
+
+    def other(self, key: str, value: object) -> None:
+        """A top-level request key that is not a message list: walked generically."""
+        self.index, self.tool = None, None
+        if key in ("tools", "functions", "tool_choice", "response_format", "text"):
+            self.where = "tool_definitions" if key in ("tools", "functions") else "other"
+            self.any(value, (None, key), JSON)
+        elif key in ("system", "instructions"):
+            self.where = "system"
+            self.messages += 1
+            self.any(value, (None, key), TEXT)
+        else:
+            self.where = "other"
+            self.any(value, (None, key), TEXT)
+
+
+# -- OpenAI Chat Completions ------------------------------------------------------------------
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def walk_openai_chat(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "messages": [...], "tools": [...], ...}`` of ``chat.completions.create``."""
+    for key, value in request.items():
+        if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
+            _chat_messages(walker, value, (None, "messages"))
+        else:
+            walker.other(key, value)
+
+
+def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    # The hot path of the benchmark: plain string leaves are measured inline into a local
+    # tally; anything else (a heavy or data-URL string, parts, tool calls) goes to a helper.
+    threshold = walker.threshold
+    collect = walker.collect
+    text_bytes = 0
+    walker.messages += len(messages)
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            _chat_other(walker, message, index, base)
+            continue
+        for key, value in message.items():
+            if type(value) is str:
+                size = len(value) if value.isascii() else _utf8(value)
+                if size < threshold and (size <= _DATA_URL_MIN or not value.startswith("data:")):
+                    text_bytes += size
+                    if collect is not None:
+                        collect.append(value)
+                    continue
+            elif value is None:
+                continue
+            elif key == "tool_calls" and type(value) is list:
+                # The usual shape {id, type, function: {name, arguments}} with short strings
+                # (at most a quarter of the threshold in characters, so under it in bytes).
+                for position, call in enumerate(value):
+                    if type(call) is dict and len(call) == 3:
+                        function, call_id, kind = (
+                            call.get("function"),
+                            call.get("id"),
+                            call.get("type"),
+                        )
+                        if type(function) is dict and len(function) == 2:
+                            name, arguments = function.get("name"), function.get("arguments")
+                            if (
+                                type(call_id) is str
+                                and type(kind) is str
+                                and type(name) is str
+                                and type(arguments) is str
+                                and (len(call_id) + len(kind) + len(name) + len(arguments)) * 4
+                                < threshold
+                            ):
+                                walker.calls[call_id] = name  # validated when a finding names it
+                                text_bytes += len(call_id) + len(kind) + len(name)
+                                walker.json_bytes += len(arguments)
+                                if collect is not None:
+                                    collect.extend((call_id, kind, name, arguments))
+                                continue
+                    _chat_tool_call(walker, call, (((base, index), key), position))
+                continue
+            _chat_value(walker, message, index, (base, index), key, value)
+    walker.text_bytes += text_bytes
+    walker.index, walker.tool = None, None
+
+
+def _chat_other(walker: Walker, message: Any, index: int, base: Node) -> None:
+    plain = message if isinstance(message, Mapping) else _plain(message)
+    if isinstance(plain, Mapping):
+        for key, value in plain.items():
+            if value is not None:
+                _chat_value(walker, plain, index, (base, index), key, value)
+    else:
+        walker.index, walker.tool, walker.where = index, None, "other"
+        walker.any(message, (base, index))
+
+
+def _chat_value(
+    walker: Walker, message: Mapping[str, Any], index: int, node: Node, key: str, value: Any
+) -> None:
+    role = message.get("role")
+    walker.index, walker.tool = index, None
+    walker.where = "system" if role in _SYSTEM_ROLES else "text"
+    if key == "content" and role in ("tool", "function"):
+        tool = walker.called(message.get("tool_call_id")) if role == "tool" else None
+        walker.tool_result(value, (node, key), tool or _tool_name(message.get("name")))
+    elif key == "content" and type(value) is list:
+        walker.text_bytes += _text_parts(walker, value, (node, key))
+    elif key == "tool_calls" and type(value) is list:
+        for position, call in enumerate(value):
+            _chat_tool_call(walker, call, ((node, key), position))
+    elif key == "function_call" and isinstance(value, Mapping):
+        _chat_tool_call(walker, {"function": value}, (node, key), bare=True)
+    else:
+        walker.any(value, (node, key))
+
+
+def _text_parts(walker: Walker, parts: list[Any], node: Node) -> int:
+    """Content parts; plain text parts inline (returns their bytes), the rest generically."""
+    threshold = walker.threshold
+    collect = walker.collect
+    text_bytes = 0
+    for position, part in enumerate(parts):
+        if type(part) is dict and part.get("type") == "text":
+            for key, value in part.items():
+                if type(value) is str:
+                    size = len(value) if value.isascii() else _utf8(value)
+                    text_bytes += size
+                    if collect is not None:
+                        collect.append(value)
+                    if size >= threshold:
+                        walker.judge(value, size, ((node, position), key), walker.where)
+                elif value is not None:
+                    walker.any(value, ((node, position), key))
+        else:
+            walker.any(part, (node, position))
+    return text_bytes
+
+
+def _chat_tool_call(walker: Walker, call: Any, node: Node, *, bare: bool = False) -> None:
+    if type(call) is not dict and not isinstance(call, Mapping):
+        walker.any(call, node)
+        return
+    threshold = walker.threshold
+    function = call.get("function")
+    name = function.get("name") if type(function) is dict or isinstance(function, Mapping) else None
+    call_id = call.get("id")
+    if type(call_id) is str and type(name) is str:
+        walker.calls[call_id] = name  # validated when a finding names it
+    for key, value in call.items():
+        if key == "function" and (type(value) is dict or isinstance(value, Mapping)):
+            fnode = node if bare else (node, key)
+            for fkey, fvalue in value.items():
+                if fkey == "arguments":
+                    if type(fvalue) is str and len(fvalue) * 4 < threshold and fvalue.isascii():
+                        walker.json_bytes += len(fvalue)
+                        if walker.collect is not None:
+                            walker.collect.append(fvalue)
+                    else:
+                        walker.tool_input(fvalue, (fnode, fkey), _tool_name(name))
+                elif type(fvalue) is str and len(fvalue) * 4 < threshold:
+                    walker.text_bytes += len(fvalue)
+                    if walker.collect is not None:
+                        walker.collect.append(fvalue)
+                else:
+                    walker.any(fvalue, (fnode, fkey))
+        elif type(value) is str and len(value) * 4 < threshold:
+            walker.text_bytes += len(value)  # ids and types: short, tallied as characters
+            if walker.collect is not None:
+                walker.collect.append(value)
+        else:
+            walker.any(value, (node, key))
+
+
+# -- OpenAI Responses -------------------------------------------------------------------------
+
+
+def walk_openai_responses(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "input": str | [...], "instructions", "tools", ...}`` of ``responses.create``."""
+    for key, value in request.items():
+        if key == "input":
+            walker.where = "text"
+            if isinstance(value, str):
+                walker.index, walker.tool = 0, None
+                walker.messages += 1
+                walker.leaf(value, (None, key), TEXT)
+            elif isinstance(value, Sequence):
+                for index, item in enumerate(value):
+                    _response_item(walker, item, index, ((None, key), index))
+            else:
+                walker.other(key, value)
+        else:
+            walker.other(key, value)
+
+
+def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
+    walker.index, walker.tool = index, None
+    walker.messages += 1
+    if not isinstance(item, Mapping):
+        plain = _plain(item)
+        if not isinstance(plain, Mapping):
+            walker.where = "other"
+            walker.any(item, node)
+            return
+        item = plain
+    kind = item.get("type")
+    role = item.get("role")
+    walker.where = "system" if role in _SYSTEM_ROLES else "text"
+    if isinstance(kind, str) and kind.endswith("_output"):
+        tool = walker.called(item.get("call_id"))
+        for key, value in item.items():
+            if key == "output":
+                walker.tool_result(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+        return
+    if isinstance(kind, str) and kind.endswith("_call"):
+        tool = walker.remember_call(item.get("call_id") or item.get("id"), item.get("name"))
+        walker.tool = tool
+        for key, value in item.items():
+            if key in ("arguments", "input", "action"):
+                walker.tool_input(value, (node, key), tool)
+            elif key == "output":  # mcp_call carries its own result
+                walker.tool_result(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+        return
+    walker.mapping(item, node)
+
+
+# -- Anthropic Messages -----------------------------------------------------------------------
+
+
+def walk_anthropic(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "system", "messages": [...], "tools", ...}`` of ``messages.create``."""
+    for key, value in request.items():
+        if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
+            base: Node = (None, "messages")
+            for index, message in enumerate(value):
+                _anthropic_message(walker, message, index, (base, index))
+        else:
+            walker.other(key, value)
+
+
+def _anthropic_message(walker: Walker, message: Any, index: int, node: Node) -> None:
+    walker.index, walker.tool = index, None
+    walker.where = "text"
+    walker.messages += 1
+    if not isinstance(message, Mapping):
+        plain = _plain(message)
+        if not isinstance(plain, Mapping):
+            walker.any(message, node)
+            return
+        message = plain
+    for key, value in message.items():
+        if key == "content" and isinstance(value, list | tuple):
+            for position, block in enumerate(value):
+                _anthropic_block(walker, block, ((node, key), position))
+        elif isinstance(value, str):
+            walker.leaf(value, (node, key), TEXT)
+        elif value is not None:
+            walker.any(value, (node, key))
+
+
+def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
+    walker.tool, walker.where = None, "text"
+    if not isinstance(block, Mapping):
+        walker.any(block, node)
+        return
+    kind = block.get("type")
+    if kind == "text":
+        for key, value in block.items():
+            if isinstance(value, str):
+                walker.leaf(value, (node, key), TEXT)
+            elif value is not None:
+                walker.any(value, (node, key))
+    elif isinstance(kind, str) and kind.endswith("tool_use"):
+        tool = walker.remember_call(block.get("id"), block.get("name"))
+        for key, value in block.items():
+            if key == "input":
+                walker.tool_input(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+    elif isinstance(kind, str) and kind.endswith("tool_result"):
+        tool = walker.called(block.get("tool_use_id"))
+        for key, value in block.items():
+            if key == "content":
+                walker.tool_result(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+    else:
+        walker.mapping(block, node)
+
+
+# -- LangChain messages -----------------------------------------------------------------------
+
+_LC_TOOL_KINDS = frozenset({"tool", "function"})
+
+
+def _langchain_view(message: Any) -> Mapping[str, Any] | None:
+    """A LangChain message (object, dict form, ``(role, content)`` tuple or string) as a dict."""
+    module = sys.modules.get("langchain_core.messages")
+    base = getattr(module, "BaseMessage", None) if module is not None else None
+    if base is not None and isinstance(message, base):
+        view: dict[str, Any] = {"type": message.type, "content": message.content}
+        for name in ("name", "tool_call_id", "tool_calls", "invalid_tool_calls"):
+            found = getattr(message, name, None)
+            if found:
+                view[name] = found
+        if message.additional_kwargs:
+            view["additional_kwargs"] = message.additional_kwargs
+        return view
+    if isinstance(message, str):
+        return {"type": "human", "content": message}
+    if isinstance(message, tuple) and len(message) == 2:
+        return {"type": message[0], "content": message[1]}
+    if isinstance(message, Mapping):
+        data = message.get("data")
+        if "content" not in message and isinstance(data, Mapping) and "type" in message:
+            return {"type": message["type"], **data}
+        return message
+    return None
+
+
+def walk_langchain(walker: Walker, request: Any) -> None:
+    """A list of LangChain messages, or a mapping whose ``messages`` key holds one."""
+    if isinstance(request, Mapping):
+        for key, value in request.items():
+            if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
+                _langchain_messages(walker, value, (None, "messages"))
+            else:
+                walker.other(key, value)
+    else:
+        _langchain_messages(walker, request, (None, "messages"))
+
+
+def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    for index, message in enumerate(messages):
+        node = (base, index)
+        walker.index, walker.tool = index, None
+        walker.messages += 1
+        view = _langchain_view(message)
+        if view is None:
+            walker.where = "other"
+            walker.any(message, node)
+            continue
+        kind = view.get("type") or view.get("role")
+        walker.where = "system" if kind in ("system", "developer") else "text"
+        for call in view.get("tool_calls") or ():
+            if isinstance(call, Mapping):
+                walker.remember_call(call.get("id"), call.get("name"))
+        for key, value in view.items():
+            if key in _LANGCHAIN_SKIP or value is None:
+                continue
+            if key == "content" and kind in _LC_TOOL_KINDS:
+                tool = _tool_name(view.get("name")) or walker.called(view.get("tool_call_id"))
+                walker.tool_result(value, (node, key), tool)
+            elif key in ("tool_calls", "invalid_tool_calls") and isinstance(value, Sequence):
+                for position, call in enumerate(value):
+                    _langchain_tool_call(walker, call, ((node, key), position))
+            elif key == "additional_kwargs" and isinstance(value, Mapping):
+                _langchain_kwargs(walker, value, (node, key))
+            elif isinstance(value, str):
+                walker.leaf(value, (node, key), TEXT)
+            else:
+                walker.any(value, (node, key))
+            walker.where = "system" if kind in ("system", "developer") else "text"
+
+
+def _langchain_tool_call(walker: Walker, call: Any, node: Node) -> None:
+    if not isinstance(call, Mapping):
+        walker.any(call, node)
+        return
+    tool = _tool_name(call.get("name"))
+    for key, value in call.items():
+        if key == "args":
+            walker.tool_input(value, (node, key), tool)
+        else:
+            walker.any(value, (node, key))
+
+
+def _langchain_kwargs(walker: Walker, kwargs: Mapping[str, Any], node: Node) -> None:
+    for key, value in kwargs.items():
+        if key == "tool_calls" and isinstance(value, Sequence):
+            for position, call in enumerate(value):
+                _chat_tool_call(walker, call, ((node, key), position))
+        elif key == "function_call" and isinstance(value, Mapping):
+            _chat_tool_call(walker, {"function": value}, (node, key), bare=True)
+        else:
+            walker.any(value, (node, key))
