@@ -22,6 +22,7 @@ from collections.abc import Callable
 from cargohold._text import decode, utf8_len
 from cargohold.projection._csv import project_csv
 from cargohold.projection._detect import detect
+from cargohold.projection._html import project_html
 from cargohold.projection._json import project_json
 from cargohold.projection._log import project_log
 from cargohold.projection._model import Builder, Detection, Projection, ProjectionClass
@@ -46,6 +47,7 @@ PROJECTORS: dict[str, Projector] = {
     "csv": project_csv,
     "tsv": project_csv,
     "ndjson": project_ndjson,
+    "html": project_html,
 }
 """Structure-aware projectors by kind; kinds without one get the verbatim head and tail."""
 
