@@ -83,6 +83,11 @@ class PgCluster:
     def __repr__(self) -> str:
         return f"PgCluster(port={self.port})"
 
+    @staticmethod
+    def unused_port() -> int:
+        """A loopback port nothing listens on (for tests of an unreachable server)."""
+        return _free_port()
+
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bindir / args[0]), *args[1:]]
         if self._run_as is not None:

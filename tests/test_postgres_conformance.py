@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from cargohold.testing import PostgresHarness, StoreHarness
 from cargohold.testing.conformance import *  # noqa: F403 - the suite is collected from here
-from pg_cluster import PgCluster, pg_cluster  # noqa: F401 - the session fixture
+
+if TYPE_CHECKING:
+    from pg_cluster import PgCluster
+
+pytest_plugins = ["pg_cluster"]
+"""The throwaway cluster's fixtures: ``pg_cluster`` and ``pg_url``."""
 
 
 @pytest.fixture(scope="module")
-def conformance_url(pg_cluster: PgCluster) -> str:  # noqa: F811 - the fixture above
+def conformance_url(pg_cluster: PgCluster) -> str:
     """One database for the module: each store lives in a fresh schema of its own."""
     return pg_cluster.create_database("conformance")
 

@@ -1,0 +1,481 @@
+"""What the PostgreSQL backend promises beyond the conformance suite.
+
+Schema versions checked at open and changed only by an explicit upgrade; URLs through
+``open_store``; psycopg's failures translated at the seam, without a DSN, host or password in any
+message or repr; lost connections retried for idempotent verbs, with the pool recovering;
+gc racing a writer that re-references the same bytes; ``cargohold db``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+import cargohold
+from cargohold import (
+    CargoholdError,
+    ConfigError,
+    ReadOutcome,
+    Ref,
+    SchemaError,
+    Scope,
+    ScopedStore,
+    StoreError,
+    StoreUnavailableError,
+    Usage,
+    UsageError,
+)
+from cargohold.cli import ExitCode, cli
+from cargohold.cli._db import db
+from cargohold.store import open_store
+from cargohold.store._pg_migrations import LATEST
+from cargohold.store._postgres import PostgresStore, schema_status, upgrade_schema
+from cargohold.testing import FakeClock
+from pg_cluster import PgCluster
+
+if TYPE_CHECKING:
+    from pg_cluster import PgCluster
+
+pytest_plugins = ["pg_cluster"]
+"""The throwaway cluster's fixtures: ``pg_cluster`` and ``pg_url``."""
+
+ALICE = Scope("tenant-acme", "user-ana", "session-1")
+BOB = Scope("tenant-acme", "user-bob", "session-1")
+PASSWORD = "pw-canary-71c3"
+DB_USER = "postgres"
+
+
+def _dbname(url: str) -> str:
+    return url.rsplit("/", 1)[1]
+
+
+def _with_password(url: str) -> str:
+    """The same URL with a password (trust auth accepts and ignores it)."""
+    return url.replace(f"{DB_USER}@", f"{DB_USER}:{PASSWORD}@", 1)
+
+
+def _secrets_of(url: str, pg_cluster: PgCluster) -> list[str]:
+    return [PASSWORD, _dbname(url), "127.0.0.1", str(pg_cluster.port), url]
+
+
+def _assert_discreet(exc: BaseException, secrets: list[str]) -> None:
+    for text in (str(exc), repr(exc)):
+        for secret in secrets:
+            assert secret not in text
+
+
+@pytest.fixture
+def store_url(pg_url: str) -> str:
+    upgrade_schema(pg_url)
+    return pg_url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[PostgresStore]:
+    opened = PostgresStore(store_url)
+    yield opened
+    opened.close()
+
+
+def _terminate_store_connections(pg_cluster: PgCluster, url: str) -> int:
+    """Kill every server process serving the store's database, as a failover would."""
+    with pg_cluster.connect() as admin:  # type: ignore[attr-defined]
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND application_name = 'cargohold'",
+            (_dbname(url),),
+        ).fetchall()
+    return len(rows)
+
+
+# -- schema ---------------------------------------------------------------------------------------
+
+
+def test_a_database_never_upgraded_is_refused_until_db_upgrade_runs(pg_url: str) -> None:
+    with pytest.raises(SchemaError) as raised:
+        PostgresStore(pg_url)
+    assert raised.value.code == "schema"
+    assert schema_status(pg_url).state == "behind"
+
+    assert upgrade_schema(pg_url) == (0, LATEST)
+
+    assert schema_status(pg_url).state == "current"
+    opened = PostgresStore(pg_url)
+    try:
+        assert ScopedStore(opened, ALICE).put(b"after upgrade").blob_written
+    finally:
+        opened.close()
+
+
+def test_upgrading_again_changes_nothing(store_url: str, store: PostgresStore) -> None:
+    ref = ScopedStore(store, ALICE).put(b"kept across upgrades").ref
+
+    assert upgrade_schema(store_url) == (LATEST, LATEST)
+
+    assert ScopedStore(store, ALICE).read(ref).data == b"kept across upgrades"
+
+
+def test_hosts_upgrading_at_once_apply_each_migration_once(
+    pg_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    results: list[Any] = []
+
+    def run() -> None:
+        try:
+            results.append(upgrade_schema(pg_url))
+        except CargoholdError as exc:  # reported, so the assertion below names it
+            results.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(results) == [(0, LATEST)] + [(LATEST, LATEST)] * 3
+    with pg_cluster.connect(_dbname(pg_url)) as conn:  # type: ignore[attr-defined]
+        versions = conn.execute("SELECT version FROM cargohold.schema_version").fetchall()
+    assert [row[0] for row in versions] == list(range(1, LATEST + 1))
+
+
+def test_a_schema_newer_than_this_cargohold_is_refused_and_not_downgraded(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        conn.execute(
+            "INSERT INTO cargohold.schema_version (version, description) VALUES (%s, 'future')",
+            (LATEST + 1,),
+        )
+
+    with pytest.raises(SchemaError):
+        PostgresStore(store_url)
+    with pytest.raises(SchemaError):
+        upgrade_schema(store_url)
+    assert schema_status(store_url).state == "ahead"
+
+
+def test_stores_in_two_schemas_of_one_database_are_apart(store_url: str) -> None:
+    upgrade_schema(store_url, schema="cargohold_staging")
+    main, staging = PostgresStore(store_url), PostgresStore(store_url, schema="cargohold_staging")
+    try:
+        ref = ScopedStore(main, ALICE).put(b"main only").ref
+
+        assert ScopedStore(staging, ALICE).read(ref).outcome is ReadOutcome.MISSING
+        assert staging.store_usage() == Usage(0, 0)
+    finally:
+        main.close()
+        staging.close()
+
+
+@pytest.mark.parametrize("schema", ["Upper", "has-dash", "x; DROP TABLE y", "", "1starts"])
+def test_a_schema_name_that_is_not_a_plain_identifier_is_a_config_error(
+    store_url: str, schema: str
+) -> None:
+    with pytest.raises(ConfigError):
+        PostgresStore(store_url, schema=schema)
+    with pytest.raises(ConfigError):
+        upgrade_schema(store_url, schema=schema)
+
+
+def test_tables_dropped_under_an_open_store_give_a_schema_error(
+    store: PostgresStore,
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    ScopedStore(store, ALICE).put(b"x")
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        conn.execute("DROP SCHEMA cargohold CASCADE")
+
+    with pytest.raises(SchemaError):
+        ScopedStore(store, ALICE).read(Ref.of(b"x"))
+
+
+# -- opening by URL -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
+def test_open_store_opens_the_postgres_backend_for_its_url_schemes(
+    store_url: str, scheme: str
+) -> None:
+    url = store_url.replace("postgresql://", f"{scheme}://", 1)
+    clock = FakeClock()
+
+    opened = open_store(url, limits=cargohold.Limits(session_objects=1), clock=clock)
+    try:
+        assert isinstance(opened, PostgresStore)
+        put = ScopedStore(opened, ALICE).put(b"by url", ttl=10)
+        assert put.record.created == clock()
+        assert opened.limits.session_objects == 1
+    finally:
+        opened.close()
+
+
+def test_without_psycopg_a_postgres_url_is_a_config_error_naming_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"  # what an environment without the extra looks like
+        "from cargohold.store import open_store\n"
+        "from cargohold import ConfigError\n"
+        "try:\n"
+        "    open_store('postgresql://nobody@127.0.0.1/none')\n"
+        "except ConfigError as exc:\n"
+        "    print(exc.code, 'cargohold[postgres]' in str(exc))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert (done.returncode, done.stdout.split()) == (0, ["config", "True"]), done.stderr
+
+
+def test_importing_cargohold_its_cli_and_testing_never_imports_psycopg() -> None:
+    code = (
+        "import sys, cargohold, cargohold.cli, cargohold.testing, cargohold.cli._db\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'psycopg_pool')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+def test_an_unparsable_url_is_a_config_error(store_url: str) -> None:
+    with pytest.raises(ConfigError):
+        PostgresStore("postgresql://127.0.0.1/db?no_such_option=1")
+
+
+# -- privacy and translated failures --------------------------------------------------------------
+
+
+def test_the_repr_shows_no_dsn_password_host_or_database(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    opened = PostgresStore(_with_password(store_url))
+    try:
+        ScopedStore(opened, ALICE).put(b"x")
+        for text in (repr(opened), str(opened)):
+            for secret in _secrets_of(store_url, pg_cluster):
+                assert secret not in text
+    finally:
+        opened.close()
+
+
+def test_an_unreachable_server_is_store_unavailable_without_naming_it(
+    pg_cluster: PgCluster,
+) -> None:
+    url = f"postgresql://{DB_USER}:{PASSWORD}@127.0.0.1:{pg_cluster.unused_port()}/nowhere"
+
+    with pytest.raises(StoreUnavailableError) as raised:
+        PostgresStore(url, timeout=1)
+
+    _assert_discreet(raised.value, [PASSWORD, "nowhere", url])
+
+
+def test_a_database_that_does_not_exist_is_store_unavailable_without_naming_it(
+    pg_cluster: PgCluster,
+) -> None:
+    url = _with_password(pg_cluster.url("no_such_db_canary"))
+
+    with pytest.raises(StoreUnavailableError) as raised:
+        PostgresStore(url, timeout=1)
+
+    _assert_discreet(raised.value, [PASSWORD, "no_such_db_canary", url])
+
+
+def test_a_role_without_privileges_gets_a_store_error_not_a_psycopg_one(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    role = f"reader_{_dbname(store_url)}"
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA cargohold TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA cargohold TO "{role}"')
+    url = store_url.replace(f"{DB_USER}@", f"{role}@", 1)
+    reader = PostgresStore(url)
+    try:
+        assert reader.store_usage() == Usage(0, 0)
+        with pytest.raises(StoreError) as raised:
+            ScopedStore(reader, ALICE).put(b"no insert privilege")
+        assert type(raised.value) is StoreError
+        _assert_discreet(raised.value, [role, *_secrets_of(store_url, pg_cluster)])
+    finally:
+        reader.close()
+
+
+def test_a_closed_store_is_a_usage_error(store: PostgresStore) -> None:
+    store.close()
+
+    with pytest.raises(UsageError):
+        store.store_usage()
+    with pytest.raises(UsageError):
+        ScopedStore(store, ALICE).put(b"x")
+
+
+# -- lost connections -----------------------------------------------------------------------------
+
+
+def test_reads_and_puts_after_every_connection_was_killed_succeed_on_a_fresh_one(
+    store: PostgresStore,
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(b"before the failover").ref
+    assert _terminate_store_connections(pg_cluster, store_url) >= 1
+
+    assert scoped.read(ref).data == b"before the failover"
+    assert _terminate_store_connections(pg_cluster, store_url) >= 1
+    put = scoped.put(b"after the failover")
+    assert scoped.read(put.ref).data == b"after the failover"
+    assert store.verify() == []
+
+
+def test_without_retries_a_killed_connection_is_store_unavailable_and_the_pool_recovers(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    opened = PostgresStore(_with_password(store_url), retries=0)
+    try:
+        scoped = ScopedStore(opened, ALICE)
+        ref = scoped.put(b"kept").ref
+        assert _terminate_store_connections(pg_cluster, store_url) >= 1
+
+        with pytest.raises(StoreUnavailableError) as raised:
+            scoped.read(ref)
+
+        _assert_discreet(raised.value, _secrets_of(store_url, pg_cluster))
+        assert scoped.read(ref).data == b"kept"
+    finally:
+        opened.close()
+
+
+def test_gc_that_loses_its_connection_is_store_unavailable_and_can_run_again(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    clock = FakeClock()
+    opened = PostgresStore(store_url, clock=clock)
+    try:
+        ScopedStore(opened, ALICE).put(b"expiring", ttl=10)
+        clock.advance(10)
+        assert _terminate_store_connections(pg_cluster, store_url) >= 1
+
+        with pytest.raises(StoreUnavailableError):
+            opened.gc()
+
+        assert opened.gc().artifacts == 1
+        assert opened.store_usage() == Usage(0, 0)
+    finally:
+        opened.close()
+
+
+# -- gc against a writer re-referencing the same bytes --------------------------------------------
+
+RACE_ROUNDS = 60
+
+
+def test_gc_racing_a_writer_that_re_references_expired_bytes_never_takes_them(
+    store_url: str,
+) -> None:
+    clock = FakeClock()
+    past = FakeClock(clock() - 1000)
+    live, old = PostgresStore(store_url, clock=clock), PostgresStore(store_url, clock=past)
+    errors: list[BaseException] = []
+    try:
+        for round_ in range(RACE_ROUNDS):
+            data = f"round {round_} ".encode() * 100
+            # Only an expired artifact names these bytes: gc's candidate, unless BOB names them
+            # again first.
+            ScopedStore(old, ALICE).put(data, ttl=10)
+            start = threading.Barrier(2, timeout=30)
+
+            def collect(start: threading.Barrier = start) -> None:
+                start.wait()
+                live.gc()
+
+            def write(data: bytes = data, start: threading.Barrier = start) -> None:
+                start.wait()
+                ScopedStore(live, BOB).put(data)
+
+            threads = [threading.Thread(target=_reporting(f, errors)) for f in (collect, write)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=60)
+            assert errors == []
+            assert ScopedStore(live, BOB).read(Ref.of(data)).data == data
+        assert live.gc().artifacts == 0  # each round's gc took that round's expired row
+        assert live.verify() == []
+        assert live.store_usage().objects == RACE_ROUNDS
+    finally:
+        live.close()
+        old.close()
+
+
+def _reporting(target: Any, errors: list[BaseException]) -> Any:
+    def run() -> None:
+        try:
+            target()
+        except BaseException as exc:  # handed to the test thread, which asserts none happened
+            errors.append(exc)
+
+    return run
+
+
+# -- cargohold db ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The ``cargohold`` group with ``db`` attached (as the application registers it)."""
+    monkeypatch.setitem(cli.commands, "db", db)
+
+    def run(url: str | None, *args: str) -> Any:
+        store = ["--store", url] if url else []
+        return CliRunner().invoke(cli, [*store, "db", *args], catch_exceptions=False)
+
+    return run
+
+
+def test_db_status_then_upgrade_then_status_again(db_cli: Any, pg_url: str) -> None:
+    before = db_cli(pg_url, "status", "--json")
+    upgraded = db_cli(pg_url, "upgrade", "--json")
+    again = db_cli(pg_url, "upgrade", "--json")
+    after = db_cli(pg_url, "status")
+
+    assert before.exit_code == ExitCode.ERROR
+    assert before.stdout.strip() == f'{{"current": 0, "latest": {LATEST}, "state": "behind"}}'
+    assert upgraded.exit_code == ExitCode.OK
+    assert upgraded.stdout.strip() == f'{{"from": 0, "to": {LATEST}, "changed": true}}'
+    assert again.stdout.strip() == f'{{"from": {LATEST}, "to": {LATEST}, "changed": false}}'
+    assert after.exit_code == ExitCode.OK
+
+
+def test_db_upgrade_of_a_non_postgres_store_is_a_usage_error(db_cli: Any) -> None:
+    result = db_cli("memory://", "upgrade")
+
+    assert result.exit_code == ExitCode.USAGE
+
+
+def test_db_errors_name_neither_the_password_nor_the_host(
+    db_cli: Any,
+    pg_cluster: PgCluster,
+) -> None:
+    url = f"postgresql://{DB_USER}:{PASSWORD}@127.0.0.1:{pg_cluster.unused_port()}/db_canary"
+
+    result = db_cli(url, "status")
+
+    assert result.exit_code == ExitCode.ERROR
+    for secret in (PASSWORD, "db_canary", url):
+        assert secret not in result.output
