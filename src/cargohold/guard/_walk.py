@@ -364,6 +364,7 @@ def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
                                 if collect is not None:
                                     collect.extend((call_id, kind, name, arguments))
                                 continue
+                    walker.index, walker.tool, walker.where = index, None, "text"
                     _chat_tool_call(walker, call, (((base, index), key), position))
                 continue
             _chat_value(walker, message, index, (base, index), key, value)
