@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cargohold._text import decode, utf8_len
+from cargohold.projection._code import project_code
 from cargohold.projection._csv import project_csv
 from cargohold.projection._detect import detect
 from cargohold.projection._html import project_html
@@ -48,6 +49,7 @@ PROJECTORS: dict[str, Projector] = {
     "tsv": project_csv,
     "ndjson": project_ndjson,
     "html": project_html,
+    "code": project_code,
 }
 """Structure-aware projectors by kind; kinds without one get the verbatim head and tail."""
 
