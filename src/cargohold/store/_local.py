@@ -187,8 +187,14 @@ def _mkdir_private(path: Path) -> None:
         while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
             missing.append(missing[-1].parent)
         for folder in reversed(missing):
-            with contextlib.suppress(FileExistsError):  # a concurrent writer made it
+            try:
                 folder.mkdir(mode=0o700)
+            except FileExistsError:
+                pass  # a concurrent writer made it
+            else:
+                # A new directory's entry is durable only once its parent is synced; without
+                # this a crash could keep a committed row and lose the way to its bytes.
+                _fsync_dir(folder.parent)
             if os.lstat(folder).st_mode & 0o077:
                 os.chmod(folder, 0o700, follow_symlinks=False)
         info = os.lstat(path)
