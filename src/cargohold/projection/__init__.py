@@ -23,6 +23,7 @@ from cargohold._text import decode, utf8_len
 from cargohold.projection._code import project_code
 from cargohold.projection._csv import project_csv
 from cargohold.projection._detect import detect
+from cargohold.projection._diff import project_diff
 from cargohold.projection._html import project_html
 from cargohold.projection._json import project_json
 from cargohold.projection._log import project_log
@@ -50,6 +51,7 @@ PROJECTORS: dict[str, Projector] = {
     "ndjson": project_ndjson,
     "html": project_html,
     "code": project_code,
+    "diff": project_diff,
 }
 """Structure-aware projectors by kind; kinds without one get the verbatim head and tail."""
 

@@ -1,0 +1,245 @@
+"""The diff projector: commits, files with +/- counts, hunk headers, totals, the last lines.
+
+Reads unified diffs (``git diff``, ``diff -u``) and ``git log -p`` output in one pass over the
+lines of the bytes. Hunks are followed by their header's line counts, so a removed line that
+starts with ``---`` is counted as a removal, not taken for a file header. Files touched by many
+commits are added up across them.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+
+from cargohold.projection._model import Builder, Detection, clip
+
+_HUNK = re.compile(rb"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+(.*)")
+_GIT = re.compile(rb"^diff --git (?:\"?a/)?(.*?)\"? (?:\"?b/)?(.*?)\"?$")
+_HEADERS_KEPT = 3
+_TAIL_LINES = 4
+
+
+@dataclass(slots=True)
+class _File:
+    path: str
+    added: int = 0
+    removed: int = 0
+    hunks: int = 0
+    commits: int = 0
+    headers: list[str] = field(default_factory=list)
+    flags: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class _Commit:
+    sha: str
+    date: str = ""
+    subject: str = ""
+
+
+def _path(raw: bytes) -> str:
+    text = raw.split(b"\t", 1)[0].rstrip(b"\r").decode("utf-8", "replace").strip().strip('"')
+    if text.startswith(("a/", "b/")):
+        text = text[2:]
+    return text
+
+
+class _Reader:
+    """The state of one pass over a diff's lines."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, _File] = {}
+        self.commits: list[_Commit] = []
+        self.file_diffs = 0
+        self.hunks = 0
+        self.current: _File | None = None
+        self.git_header = False
+        self.old_left = 0
+        self.new_left = 0
+        self.in_header = False  # between a commit line and its first diff
+        self.last_path: str | None = None
+        self.touched: set[str] = set()
+
+    def file(self, path: str) -> _File:
+        entry = self.files.get(path)
+        if entry is None:
+            entry = self.files[path] = _File(path)
+        if path not in self.touched:
+            self.touched.add(path)
+            entry.commits += 1
+        self.file_diffs += 1
+        self.last_path = path
+        return entry
+
+    def line(self, raw: bytes) -> None:
+        if self.old_left > 0 or self.new_left > 0:
+            self.hunk_line(raw)
+            return
+        first = raw[:1]
+        if first == b"c" and raw.startswith(b"commit ") and len(raw) >= 14:
+            sha = raw[7:].split()[0].decode("ascii", "replace") if raw[7:].split() else ""
+            self.commits.append(_Commit(sha))
+            self.touched = set()
+            self.current = None
+            self.in_header = True
+            return
+        if self.in_header and self.commits:
+            commit = self.commits[-1]
+            if raw.startswith(b"Date:"):
+                commit.date = raw[5:].strip().decode("utf-8", "replace")
+                return
+            if raw.startswith(b"    ") and not commit.subject and raw.strip():
+                commit.subject = raw.strip().decode("utf-8", "replace")
+                return
+        if first == b"d" and raw.startswith(b"diff --git "):
+            self.in_header = False
+            match = _GIT.match(raw.rstrip(b"\r\n"))
+            path = _path(match.group(2)) if match else _path(raw[11:])
+            self.current = self.file(path)
+            self.git_header = True
+            return
+        if first == b"@":
+            match = _HUNK.match(raw)
+            if match is None:
+                return
+            if self.current is None:
+                self.current = self.file(self.last_path or "(unnamed)")
+            old = int(match.group(2)) if match.group(2) is not None else 1
+            new = int(match.group(4)) if match.group(4) is not None else 1
+            self.old_left, self.new_left = old, new
+            self.hunks += 1
+            self.current.hunks += 1
+            if len(self.current.headers) < _HEADERS_KEPT:
+                self.current.headers.append(clip(raw.rstrip().decode("utf-8", "replace"), 110))
+            return
+        if first == b"-" and raw.startswith(b"--- "):
+            self.in_header = False
+            if not self.git_header:
+                self.last_path = _path(raw[4:])
+                self.current = None
+            elif raw[4:].startswith(b"/dev/null") and self.current is not None:
+                self.current.flags.add("new")
+            return
+        if first == b"+" and raw.startswith(b"+++ "):
+            path = _path(raw[4:])
+            if raw[4:].startswith(b"/dev/null"):
+                if self.current is not None:
+                    self.current.flags.add("deleted")
+                elif self.last_path:
+                    self.current = self.file(self.last_path)
+                    self.current.flags.add("deleted")
+            elif not self.git_header or self.current is None:
+                self.current = self.file(path)
+            self.git_header = False
+            return
+        if self.current is not None:
+            if raw.startswith(b"new file mode"):
+                self.current.flags.add("new")
+            elif raw.startswith(b"deleted file mode"):
+                self.current.flags.add("deleted")
+            elif raw.startswith(b"rename from "):
+                self.current.flags.add("renamed from " + _path(raw[12:]))
+            elif raw.startswith(b"Binary files ") or raw.startswith(b"GIT binary patch"):
+                self.current.flags.add("binary")
+
+    def hunk_line(self, raw: bytes) -> None:
+        first = raw[:1]
+        current = self.current
+        if first == b"+":
+            self.new_left -= 1
+            if current is not None:
+                current.added += 1
+        elif first == b"-":
+            self.old_left -= 1
+            if current is not None:
+                current.removed += 1
+        elif first == b"\\":
+            return  # "\ No newline at end of file"
+        elif first in (b" ", b"\n", b"\r", b""):
+            self.old_left -= 1
+            self.new_left -= 1
+        else:  # the hunk said more lines than it had: resync on this line
+            self.old_left = self.new_left = 0
+            self.line(raw)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _describe_commit(commit: _Commit) -> str:
+    date = f" {commit.date[:10]}" if commit.date else ""
+    return f"{commit.sha[:10]}{date} {clip(commit.subject, 90)!r}"
+
+
+def project_diff(data: bytes, detection: Detection, budget: int) -> str:
+    """A preview of a unified diff or ``git log -p`` output within ``budget`` bytes."""
+    reader = _Reader()
+    for raw in io.BytesIO(data):
+        reader.line(raw)
+    files = sorted(reader.files.values(), key=lambda f: (-(f.added + f.removed), f.path))
+    added = sum(f.added for f in files)
+    removed = sum(f.removed for f in files)
+    lines_total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+    out = Builder(budget)
+    last_lines = data.rstrip(b"\n").rsplit(b"\n", _TAIL_LINES)[-_TAIL_LINES:]
+    first_tail = max(1, lines_total - len(last_lines) + 1)
+    where = f"; last file {reader.last_path}" if reader.last_path else ""
+    tail = [f"ends with (lines {first_tail:,}-{lines_total:,}{where}):"] + [
+        f"  {clip(raw.decode('utf-8', 'replace').rstrip(), 160)}" for raw in last_lines
+    ]
+    reserve = sum(len(t.encode()) + 1 for t in tail)
+
+    if reader.commits:
+        merges = sum(1 for c in reader.commits if not c.subject)
+        out.add_cut(
+            f"git log -p: {len(reader.commits):,} commits, in the order listed:", reserve=reserve
+        )
+        out.add_cut(f"  first {_describe_commit(reader.commits[0])}", reserve=reserve)
+        if len(reader.commits) > 1:
+            out.add_cut(f"  last  {_describe_commit(reader.commits[-1])}", reserve=reserve)
+        if merges:
+            out.add(f"  {merges:,} without a subject line", reserve=reserve)
+    out.add_cut(
+        f"diff: {len(files):,} files changed, +{added:,} -{removed:,} lines in "
+        f"{reader.hunks:,} hunks ({reader.file_diffs:,} file diffs, {lines_total:,} lines)",
+        reserve=reserve,
+    )
+    if not files:
+        out.add("no file changes found (no diff headers or hunks)", reserve=reserve)
+
+    def file_line(entry: _File) -> str:
+        parts = [_plural(entry.hunks, "hunk")]
+        if reader.commits:
+            parts.append(_plural(entry.commits, "commit"))
+        parts.extend(sorted(entry.flags)[:3])
+        return f"  {entry.path} +{entry.added:,} -{entry.removed:,} ({', '.join(parts)})"
+
+    entries = [clip(file_line(f), 200) for f in files]
+    cost = sum(len(e.encode()) + 1 for e in entries)
+    header_room = min(out.room - reserve, 1400) // 2 if files else 0
+    if entries:
+        out.add("files by churn (+added -removed):", reserve=reserve)
+    if cost <= out.room - reserve - header_room:
+        out.add_all(entries, reserve=reserve)
+        shown = len(entries)
+    else:
+        shown = out.add_all(entries, reserve=reserve + header_room + 120)
+        rest = files[shown:]
+        out.add(
+            f"  ... {len(rest):,} more files (+{sum(f.added for f in rest):,} "
+            f"-{sum(f.removed for f in rest):,}); grep '^diff --git' to list them",
+            reserve=reserve,
+        )
+    with_headers = [f for f in files[:shown] if f.headers]
+    if with_headers and out.add("hunk headers (first of each file, by churn):", reserve=reserve):
+        per_file = 2 if out.room - reserve > 2500 else 1
+        for entry in with_headers:
+            block = [f"  {entry.path}:"] + [f"    {h}" for h in entry.headers[:per_file]]
+            if sum(len(b.encode()) + 1 for b in block) > out.room - reserve:
+                break
+            out.add_all(block, reserve=reserve)
+    out.add_all(tail)
+    return out.text()
