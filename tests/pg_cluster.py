@@ -123,9 +123,10 @@ class PgCluster:
             "port": str(self.port),
             "unix_socket_directories": f"'{self.base}'",
             "max_connections": "120",
-            # A test cluster never outlives its run: durability costs time and proves nothing.
+            # A test cluster never outlives its run, and no test crashes the machine: fsync costs
+            # time and proves nothing here. Commits still reach the kernel before they return
+            # (synchronous_commit stays on), so a server killed outright keeps every commit.
             "fsync": "off",
-            "synchronous_commit": "off",
             "full_page_writes": "off",
             "logging_collector": "off",
         }
@@ -142,6 +143,15 @@ class PgCluster:
     def stop(self, mode: str = "fast") -> None:
         """Stop the server: ``fast`` for teardown, ``immediate`` to simulate a crash."""
         self._checked("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+
+    def running(self) -> bool:
+        """Whether the server is up (``pg_ctl status``)."""
+        return self._run("pg_ctl", "-D", str(self.data), "status").returncode == 0
+
+    def ensure_running(self) -> None:
+        """Start the server again if a fault test left it stopped."""
+        if not self.running():
+            self.start()
 
     def url(self, dbname: str = "postgres") -> str:
         """A ``postgresql://`` URL for ``dbname`` on this cluster (loopback, trust auth)."""
