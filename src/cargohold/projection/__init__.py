@@ -29,6 +29,7 @@ from cargohold.projection._json import project_json
 from cargohold.projection._log import project_log
 from cargohold.projection._model import Builder, Detection, Projection, ProjectionClass
 from cargohold.projection._ndjson import project_ndjson
+from cargohold.projection._search import project_search
 from cargohold.projection._text import head_tail
 
 Projector = Callable[[bytes, Detection, int], str]
@@ -52,6 +53,7 @@ PROJECTORS: dict[str, Projector] = {
     "html": project_html,
     "code": project_code,
     "diff": project_diff,
+    "search": project_search,
 }
 """Structure-aware projectors by kind; kinds without one get the verbatim head and tail."""
 

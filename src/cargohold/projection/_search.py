@@ -1,0 +1,139 @@
+"""The search-results projector: match count, files with counts, first matches per file, the last.
+
+Reads ``grep -n`` / ``rg -n`` output (``path:line:text``, also ``path:line:column:text`` and the
+context lines ``path-line-text`` of ``-C``), and ``rg``'s heading form (a path on its own line,
+then ``line:text`` lines). Lines that are neither are counted as other lines and kept out of the
+match counts.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+
+from cargohold.projection._model import Builder, Detection, clip
+
+_MATCH = re.compile(rb"^([^\n:]{1,1000}?):(\d+):(?:(\d+):)?(.*)$", re.S)
+_CONTEXT = re.compile(rb"^([^\n:]{1,1000}?)-(\d+)-(.*)$", re.S)
+_HEADED = re.compile(rb"^(\d+)[:-](?:(\d+):)?(.*)$", re.S)
+_KEEP_PER_FILE = 3
+
+
+@dataclass(slots=True)
+class _File:
+    path: str
+    count: int = 0
+    first_line: int = 0
+    last_line: int = 0
+    matches: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _text(raw: bytes) -> str:
+    return raw.rstrip(b"\r\n").decode("utf-8", "replace")
+
+
+def project_search(data: bytes, detection: Detection, budget: int) -> str:
+    """A preview of grep-style search results within ``budget`` bytes."""
+    files: dict[bytes, _File] = {}
+    matches = context = other = 0
+    last: tuple[str, int, str] | None = None
+    first: tuple[str, int, str] | None = None
+    last_raw = b""
+    heading: bytes | None = None
+    for raw in io.BytesIO(data):
+        line = raw.rstrip(b"\r\n")
+        if not line or line == b"--":
+            heading = None if not line else heading
+            continue
+        found = _MATCH.match(line)
+        if found is not None:
+            path, number, text = found.group(1), found.group(2), found.group(4)
+        else:
+            headed = _HEADED.match(line) if heading is not None else None
+            if headed is not None and heading is not None:
+                if line[len(headed.group(1)) : len(headed.group(1)) + 1] == b"-":
+                    context += 1
+                    continue
+                path, number, text = heading, headed.group(1), headed.group(3)
+            elif _CONTEXT.match(line):
+                context += 1
+                continue
+            else:
+                if b":" not in line and b" " not in line.strip():
+                    heading = line  # rg --heading: the path on its own line
+                else:
+                    other += 1
+                continue
+        matches += 1
+        entry = files.get(path)
+        if entry is None:
+            entry = files[path] = _File(_text(path))
+        entry.count += 1
+        line_number = int(number[:18])
+        if not entry.first_line:
+            entry.first_line = line_number
+        entry.last_line = line_number
+        if len(entry.matches) < _KEEP_PER_FILE:
+            entry.matches.append((line_number, clip(_text(text).strip(), 160)))
+        last = (entry.path, line_number, _text(text))
+        last_raw = line
+        if first is None:
+            first = last
+
+    out = Builder(budget)
+    tail: list[str] = []
+    if last is not None:
+        tail.append(f"last match: {last[0]}:{last[1]}: {clip(last[2].strip(), 240)}")
+    ending = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+    if last is None or ending != last_raw:
+        tail.append(f"ends with: {clip(_text(ending), 200)}")
+    reserve = sum(len(t.encode()) + 1 for t in tail)
+
+    extras = []
+    if context:
+        extras.append(f"{context:,} context lines")
+    if other:
+        extras.append(f"{other:,} other lines")
+    extra = f" (+ {', '.join(extras)})" if extras else ""
+    out.add_cut(
+        f"search results: {matches:,} matches in {len(files):,} files{extra}", reserve=reserve
+    )
+    if first is not None:
+        out.add_cut(
+            f"first match: {first[0]}:{first[1]}: {clip(first[2].strip(), 200)}", reserve=reserve
+        )
+    ordered = sorted(files.values(), key=lambda f: (-f.count, f.path))
+    if ordered:
+        out.add("files by matches (count, line span):", reserve=reserve)
+        room = (out.room - reserve) // 2
+        spent = shown = 0
+        for entry in ordered:
+            span = (
+                f"line {entry.first_line:,}"
+                if entry.count == 1
+                else f"lines {entry.first_line:,}-{entry.last_line:,}"
+            )
+            listed = f"  {clip(entry.path, 160)} {entry.count:,} ({span})"
+            cost = len(listed.encode()) + 1
+            if spent + cost > room or not out.add(listed, reserve=reserve + 60):
+                break
+            spent += cost
+            shown += 1
+        if shown < len(ordered):
+            rest = ordered[shown:]
+            out.add(
+                f"  ... {len(rest):,} more files with {sum(f.count for f in rest):,} matches",
+                reserve=reserve,
+            )
+        out.add("first matches per file (line: text):", reserve=reserve)
+        per_file = 2 if len(ordered) > 3 else _KEEP_PER_FILE
+        for entry in ordered:
+            block = [f"  {clip(entry.path, 160)}:"] + [
+                f"    {number}: {text}" for number, text in entry.matches[:per_file]
+            ]
+            if sum(len(b.encode()) + 1 for b in block) > out.room - reserve:
+                break
+            out.add_all(block, reserve=reserve)
+    out.add_all(tail)
+    return out.text()
