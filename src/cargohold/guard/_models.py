@@ -3,7 +3,9 @@
 Dated snapshots (``gpt-4o-2024-08-06``, ``claude-sonnet-4-5-20250929``) and provider prefixes
 (``openai/gpt-4.1``, ``anthropic/claude-opus-4-1``) resolve to their family. The table is a
 starting point, not an authority: providers change windows and some offer larger ones on request
-(Anthropic's 1M-token beta), so a caller's mapping always wins.
+(Anthropic's 1M-token beta for Sonnet 4 and 4.5), so a caller's mapping always wins. Windows count
+o200k tokens here; a provider with its own tokenizer (Claude 5 counts about 30% more for the same
+text) is approximated, so leave a margin.
 """
 
 from __future__ import annotations
@@ -39,7 +41,15 @@ MODEL_WINDOWS: Mapping[str, int] = {
     "claude-3-7": 200_000,
     "claude-haiku-4": 200_000,
     "claude-sonnet-4": 200_000,
+    "claude-sonnet-4-6": 1_000_000,
     "claude-opus-4": 200_000,
+    "claude-opus-4-6": 1_000_000,
+    "claude-opus-4-7": 1_000_000,
+    "claude-opus-4-8": 1_000_000,
+    "claude-haiku-5": 1_000_000,
+    "claude-sonnet-5": 1_000_000,
+    "claude-opus-5": 1_000_000,
+    "claude-fable-5": 1_000_000,
 }
 """Model-name prefix -> context window in tokens (input and output together)."""
 
