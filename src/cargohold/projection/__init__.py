@@ -24,6 +24,7 @@ from cargohold.projection._code import project_code
 from cargohold.projection._csv import project_csv
 from cargohold.projection._detect import detect
 from cargohold.projection._diff import project_diff
+from cargohold.projection._failure import project_failure
 from cargohold.projection._html import project_html
 from cargohold.projection._json import project_json
 from cargohold.projection._log import project_log
@@ -60,7 +61,7 @@ PROJECTORS: dict[str, Projector] = {
 UNSUPPORTED_DESCRIBERS: dict[str, Projector] = {}
 """Describers of binary kinds (``binary``, ``base64``, ``data_uri``) by kind."""
 
-EXACT_PROJECTORS: dict[str, Projector] = {}
+EXACT_PROJECTORS: dict[str, Projector] = {"failure": project_failure}
 """Verbatim-excerpt projectors of ``exact_required`` kinds (``failure``)."""
 
 
