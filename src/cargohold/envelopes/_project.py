@@ -258,7 +258,8 @@ class _Projector:
             coverage.append(
                 {
                     "record": record_key("task", task.id),
-                    "fields": {"boundary.write": path},
+                    "field": "boundary.write",
+                    "item": path,
                     "ownership": relation(decided, task.id).value,
                     "decided_by": record_key("allocation", decided.id),
                 }
