@@ -256,3 +256,20 @@ def test_importing_the_envelopes_package_does_not_import_pydantic() -> None:
     )
 
     assert result.stdout.strip() == "False"
+
+
+def test_the_documented_example_is_a_valid_authority() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "envelopes.md").read_text()
+    example = text.split("```toml\n", 1)[1].split("```", 1)[0]
+
+    authority = decode_authority(example.encode(), kind="toml")
+
+    worker = build_envelope(authority, Role.WORKER, task="T2")
+    planner = build_envelope(authority, Role.PLANNER, task="T2")
+    assert worker.outcome is Outcome.READY
+    assert worker.envelope is not None
+    assert worker.envelope.facts["execution_blockers"]["state"] == "known_empty"
+    assert planner.outcome is Outcome.CONTEXT_INSUFFICIENT
+    assert [(m.fact, m.record, m.field) for m in planner.missing] == [
+        ("unresolved_prerequisites", "authority", "prerequisites")
+    ]
