@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cargohold._text import decode, utf8_len
+from cargohold.projection._binary import describe_base64, describe_binary
 from cargohold.projection._code import project_code
 from cargohold.projection._csv import project_csv
 from cargohold.projection._detect import detect
@@ -58,7 +59,11 @@ PROJECTORS: dict[str, Projector] = {
 }
 """Structure-aware projectors by kind; kinds without one get the verbatim head and tail."""
 
-UNSUPPORTED_DESCRIBERS: dict[str, Projector] = {}
+UNSUPPORTED_DESCRIBERS: dict[str, Projector] = {
+    "binary": describe_binary,
+    "base64": describe_base64,
+    "data_uri": describe_base64,
+}
 """Describers of binary kinds (``binary``, ``base64``, ``data_uri``) by kind."""
 
 EXACT_PROJECTORS: dict[str, Projector] = {"failure": project_failure}
