@@ -102,8 +102,12 @@ class PgCluster:
             log = self.log.read_text(errors="replace") if self.log.exists() else ""
             raise RuntimeError(f"{args[0]} failed:\n{done.stdout}\n{done.stderr}\n{log}")
 
-    def init(self) -> None:
-        """Create the cluster (trust auth, UTF-8, C collation) and write its settings."""
+    def init(self, *, durable: bool = False) -> None:
+        """Create the cluster (trust auth, UTF-8, C collation) and write its settings.
+
+        Args:
+            durable: Keep fsync on (benchmarks compare against a local store that fsyncs).
+        """
         self._checked(
             "initdb",
             "-D",
@@ -130,6 +134,8 @@ class PgCluster:
             "full_page_writes": "off",
             "logging_collector": "off",
         }
+        if durable:
+            del settings["fsync"], settings["full_page_writes"]
         with open(self.data / "postgresql.conf", "a", encoding="utf-8") as conf:
             for name, value in settings.items():
                 conf.write(f"{name} = {value}\n")
