@@ -8,11 +8,14 @@ gc racing a writer that re-references the same bytes; ``cargohold db``.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
@@ -37,7 +40,6 @@ from cargohold.store import open_store
 from cargohold.store._pg_migrations import LATEST
 from cargohold.store._postgres import PostgresStore, schema_status, upgrade_schema
 from cargohold.testing import FakeClock
-from pg_cluster import PgCluster
 
 if TYPE_CHECKING:
     from pg_cluster import PgCluster
@@ -479,3 +481,38 @@ def test_db_errors_name_neither_the_password_nor_the_host(
     assert result.exit_code == ExitCode.ERROR
     for secret in (PASSWORD, "db_canary", url):
         assert secret not in result.output
+
+
+# -- the test cluster itself ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("ci", "skipped", "errors"), [("", 1, 0), ("true", 0, 1)])
+def test_without_postgresql_the_tests_skip_except_under_ci_where_they_fail(
+    tmp_path: Path, ci: str, skipped: int, errors: int
+) -> None:
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        'pytest_plugins = ["pg_cluster"]\n\n\ndef test_needs_a_cluster(pg_cluster):\n    pass\n'
+    )
+    report = tmp_path / "report.xml"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parent),
+        "PG_TEST_BINDIR": str(tmp_path / "no-postgresql-here"),
+        "CI": ci,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    suite = ElementTree.parse(report).getroot().find("testsuite")
+    assert suite is not None
+    counts = (int(suite.get("skipped", "0")), int(suite.get("errors", "0")))
+    assert counts == (skipped, errors), done.stdout
+    assert done.returncode == (pytest.ExitCode.OK if ci == "" else pytest.ExitCode.TESTS_FAILED)
