@@ -46,8 +46,11 @@ _LINE_MAX = 400
 class _Line:
     number: int
     raw: bytes
+    """The line's first bytes (enough for any excerpt)."""
     size: int
     """The line's full size in bytes (its newline included)."""
+    length: int
+    """The line's size without its line ending."""
 
 
 def _render(line: _Line, limit: int) -> tuple[str, int]:
@@ -60,7 +63,7 @@ def _render(line: _Line, limit: int) -> tuple[str, int]:
         cut = cut[:-1]
     if cut and cut[-1] >= 0xC0:
         cut = cut[:-1]
-    rest = len(body) - len(cut)
+    rest = line.length - len(cut)
     return f"{line.number}: {decode(cut)} [... line cut: {rest:,} more bytes]", len(cut)
 
 
@@ -78,7 +81,7 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
     frames_in_trace = _FRAMES_PER_TRACE
     number = 0
     for number, raw in enumerate(io.BytesIO(data), 1):
-        line = _Line(number, raw[: _LINE_MAX + 8], len(raw))
+        line = _Line(number, raw[: _LINE_MAX + 8], len(raw), len(raw.rstrip(b"\r\n")))
         if number <= _HEAD_LINES:
             head.append(line)
         tail.append(line)
