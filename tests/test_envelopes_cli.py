@@ -270,3 +270,31 @@ def test_a_packet_built_in_one_process_checks_ready_in_another(tmp_path: Path) -
 
     assert result.returncode == ExitCode.OK
     assert json.loads(result.stdout)["outcome"] == "ready"
+
+
+def test_the_cli_mirrors_the_librarys_roles_and_limits_without_importing_it_at_start() -> None:
+    from cargohold import envelopes
+    from cargohold.cli import _envelope as command
+
+    assert tuple(r.value for r in Role) == command.ROLES
+    assert set(command.OUTCOME_EXIT) == {o.value for o in envelopes.Outcome}
+    assert (
+        command.DEFAULT_BUDGET,
+        command.DEFAULT_FACT_LIMIT,
+        command.MIN_BUDGET,
+        command.MAX_BUDGET,
+        command.MIN_FACT_LIMIT,
+        command.MAX_PACKET_BYTES,
+    ) == (
+        envelopes.DEFAULT_BUDGET,
+        envelopes.DEFAULT_FACT_LIMIT,
+        envelopes.MIN_BUDGET,
+        envelopes.MAX_BUDGET,
+        envelopes.MIN_FACT_LIMIT,
+        envelopes._envelope.MAX_PACKET_BYTES,
+    )
+    code = "import sys, cargohold.cli._envelope; print('cargohold.envelopes' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"

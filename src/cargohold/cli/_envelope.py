@@ -9,39 +9,37 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from cargohold._records import PutResult
 from cargohold.cli._context import App, get_app
 from cargohold.cli._exit import ExitCode
-from cargohold.envelopes import (
-    DEFAULT_BUDGET,
-    DEFAULT_FACT_LIMIT,
-    MAX_BUDGET,
-    MIN_BUDGET,
-    MIN_FACT_LIMIT,
-    BindingChange,
-    EnvelopeError,
-    Missing,
-    Outcome,
-    Role,
-    build_envelope,
-    check_envelope,
-    load_authority,
-)
-from cargohold.envelopes._envelope import MAX_PACKET_BYTES
+
+if TYPE_CHECKING:
+    from cargohold.envelopes import BindingChange, Missing
+
+# The library is imported when a command runs, not when the CLI starts (tens of milliseconds);
+# these mirror its constants, and a test holds them equal.
+ROLES = ("planner", "worker", "reviewer", "coordinator")
+DEFAULT_BUDGET = 16 * 1024
+DEFAULT_FACT_LIMIT = 2 * 1024
+MIN_BUDGET = 1024
+MAX_BUDGET = 1024 * 1024
+MIN_FACT_LIMIT = 128
+MAX_PACKET_BYTES = 4 * MAX_BUDGET
 
 CONTEXT_STALE_EXIT = 11
 CONTEXT_INSUFFICIENT_EXIT = 12
 
-OUTCOME_EXIT: dict[Outcome, int] = {
-    Outcome.READY: int(ExitCode.OK),
-    Outcome.CONTEXT_STALE: CONTEXT_STALE_EXIT,
-    Outcome.CONTEXT_INSUFFICIENT: CONTEXT_INSUFFICIENT_EXIT,
-    Outcome.OVER_BUDGET: int(ExitCode.OVER_BUDGET),
+OUTCOME_EXIT: dict[str, int] = {
+    "ready": int(ExitCode.OK),
+    "context-stale": CONTEXT_STALE_EXIT,
+    "context-insufficient": CONTEXT_INSUFFICIENT_EXIT,
+    "over-budget": int(ExitCode.OVER_BUDGET),
 }
-"""Envelope outcome -> exit status."""
+"""Envelope outcome code -> exit status."""
 
 EXIT_HELP = """\b
 Exit status:
@@ -112,7 +110,7 @@ def envelope() -> None:
 @click.option(
     "--role",
     required=True,
-    type=click.Choice([r.value for r in Role]),
+    type=click.Choice(ROLES),
     help="Who the packet is for.",
 )
 @click.option("--task", "task", metavar="ID", help="The subject task.")
@@ -165,6 +163,8 @@ def build(
         raise click.UsageError(
             "give --task, or --milestone for a coordinator packet (exactly one of the two)"
         )
+    from cargohold.envelopes import Outcome, Role, build_envelope, load_authority
+
     authority = load_authority(authority_file)
     store = None if no_store else _AppStore(get_app())
     result = build_envelope(
@@ -201,7 +201,7 @@ def build(
             f"references, over the {budget:,}-byte budget",
             err=True,
         )
-    raise click.exceptions.Exit(OUTCOME_EXIT[result.outcome])
+    raise click.exceptions.Exit(OUTCOME_EXIT[result.outcome.value])
 
 
 @envelope.command()
@@ -226,6 +226,8 @@ def check(packet: str, authority_file: str, as_json: bool) -> None:
       cargohold envelope check planner.json --authority workflow.toml
       cargohold envelope build ... | cargohold envelope check - --authority workflow.toml --json
     """
+    from cargohold.envelopes import EnvelopeError, Outcome, check_envelope, load_authority
+
     try:
         with click.open_file(packet, "rb") as handle:
             data = handle.read(MAX_PACKET_BYTES + 1)
@@ -252,4 +254,4 @@ def check(packet: str, authority_file: str, as_json: bool) -> None:
         click.echo("context-insufficient: the authority lacks facts this role requires")
         for missing in result.missing:
             click.echo(_missing_line(missing))
-    raise click.exceptions.Exit(OUTCOME_EXIT[result.outcome])
+    raise click.exceptions.Exit(OUTCOME_EXIT[result.outcome.value])
