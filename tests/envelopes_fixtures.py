@@ -45,7 +45,7 @@ def record(doc: dict[str, Any], kind: str, record_id: str) -> dict[str, Any]:
     """The record ``kind:id`` of a document (to read or edit in place)."""
     for item in doc[COLLECTIONS[kind]]:
         if item["id"] == record_id:
-            return item  # type: ignore[no-any-return]
+            return item
     raise KeyError(f"{kind}:{record_id}")
 
 
