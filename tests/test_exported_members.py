@@ -12,7 +12,11 @@ import types
 import pytest
 
 import cargohold
+import cargohold.envelopes
+import cargohold.guard
 import cargohold.testing
+
+MODULES = [cargohold, cargohold.testing, cargohold.envelopes, cargohold.guard]
 
 
 def _names_bound_in(module: types.ModuleType) -> set[str]:
@@ -39,19 +43,19 @@ def _isort_style(name: str) -> tuple[int, list[int | str]]:
     return group, natural
 
 
-@pytest.mark.parametrize("module", [cargohold, cargohold.testing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_all_is_sorted_without_duplicates(module: types.ModuleType) -> None:
     assert len(set(module.__all__)) == len(module.__all__)
     assert module.__all__ == sorted(module.__all__, key=_isort_style)
 
 
-@pytest.mark.parametrize("module", [cargohold, cargohold.testing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_every_exported_name_resolves(module: types.ModuleType) -> None:
     for name in module.__all__:
         assert getattr(module, name) is not None
 
 
-@pytest.mark.parametrize("module", [cargohold, cargohold.testing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_all_is_exactly_the_public_names_the_init_defines(module: types.ModuleType) -> None:
     assert set(module.__all__) == _names_bound_in(module)
 

@@ -6,13 +6,20 @@
     ├── UsageError                    a developer mistake: bad arguments, bad configuration
     │   ├── InvalidReferenceError     not exactly ``artifact://sha256/<64 lowercase hex>``
     │   ├── InvalidScopeError         tenant, user or session missing or malformed
+    │   ├── EnvelopeError             a role packet that cannot be built or read (envelopes)
     │   └── ConfigError               a configuration file or variable that cannot be used
+    │       └── AuthorityError        an envelope authority file that does not validate
     ├── RejectedError                 a write refused; nothing already stored changed
     │   ├── LimitExceededError        over the artifact size, a session quota or the store quota
     │   └── SensitivityRefusedError   ``secret``, ``credential`` or ``raw_auth`` content
-    └── StoreError                    the store could not do its job (not the caller's fault)
-        ├── StoreUnavailableError     I/O or connection failure, the store is busy or broken
-        └── SchemaError               the store's schema is not the one this version expects
+    ├── StoreError                    the store could not do its job (not the caller's fault)
+    │   ├── StoreUnavailableError     I/O or connection failure, the store is busy or broken
+    │   └── SchemaError               the store's schema is not the one this version expects
+    ├── ReadError                     a read that did not resolve, raised on request
+    ├── ContextLeakError              a request still carries raw heavy content (guard)
+    ├── ContextWindowExceededError    a request does not fit the model's window (guard)
+    ├── DispositionRefusedError       an attachment disposition that cannot be applied (guard)
+    └── ContextNotReadyError          a role packet that is stale or insufficient (envelopes)
 
 Read outcomes (``missing``, ``unauthorized``, ``stale``, ``expired``, ``over_budget``) are values
 (:class:`cargohold.ReadOutcome`), not exceptions; :meth:`cargohold.ReadResult.raise_for_outcome`

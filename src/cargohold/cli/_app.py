@@ -22,6 +22,7 @@ from cargohold._records import Sensitivity
 from cargohold.cli._context import App, fail_outcome, get_app
 from cargohold.cli._decisions import events, grep, offload, query, read
 from cargohold.cli._demo import demo
+from cargohold.cli._envelope import envelope
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
 from cargohold.cli._guard import guard
 from cargohold.cli._progress import ProgressBar
@@ -477,5 +478,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 cli.add_command(demo)
-for _command in (offload, read, grep, query, events, guard):
+for _command in (offload, read, grep, query, events, guard, envelope):
     cli.add_command(_command)

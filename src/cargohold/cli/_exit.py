@@ -28,6 +28,8 @@ class ExitCode(enum.IntEnum):
     REJECTED = 8
     CONTEXT_LEAK = 9
     CONTEXT_WINDOW = 10
+    CONTEXT_STALE = 11
+    CONTEXT_INSUFFICIENT = 12
 
 
 OUTCOME_EXIT: dict[ReadOutcome, ExitCode] = {
@@ -52,7 +54,9 @@ Exit status:
   7  over budget: the answer is longer than --max-bytes
   8  rejected: over a size limit or quota, or a refused sensitivity
   9  context leak: a request carries raw heavy content (guard)
-  10 context window: a request does not fit the model's window (guard)"""
+  10 context window: a request does not fit the model's window (guard)
+  11 context-stale: a role packet no longer holds against its authority (envelope)
+  12 context-insufficient: the authority lacks a fact the role requires (envelope)"""
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:
