@@ -12,7 +12,11 @@ import sys
 import time
 
 from bench._util import machine, markdown_table, scratch_dir, text_table
-from bench.store import SECTIONS, Config
+from bench.decisions import SECTIONS as DECISION_SECTIONS
+from bench.store import SECTIONS as STORE_SECTIONS
+from bench.store import Config
+
+SECTIONS = {**STORE_SECTIONS, **DECISION_SECTIONS}
 
 
 def main(argv: list[str] | None = None) -> int:
