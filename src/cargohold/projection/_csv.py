@@ -202,7 +202,7 @@ def _describe_column(name: str, index: int, values: list[str], exact: bool, *, r
         )
     if kind == "bool":
         return f"{label} bool ({top(2)}){empty_text}"
-    kinds = Counter(_kind_of(v) for v in present[:500])
+    kinds = Counter(_kind_of(v) for v in present[:200])
     mixed = ""
     if len(kinds) > 1:
         mixed = " (mixed: " + ", ".join(k for k, _ in kinds.most_common()) + ")"

@@ -5,8 +5,9 @@ preview is made of whole lines of the body, each with its line number (a line lo
 room is cut, and the cut is stated): the head, the lines that name failing tests (JUnit and
 Defects4J ``--- a.b.C::test``, pytest ``FAILED``/``ERROR`` and ``___ test ___`` headers,
 unittest ``FAIL:``/``ERROR:``, Go ``--- FAIL:``, Maven ``<<< FAILURE!``, TAP ``not ok``), the
-exception lines (types and messages, ``Caused by:``, pytest ``E`` lines), the first frames of each
-trace, and the tail. What is not shown is stated in bytes and lines.
+exception lines (types and messages, ``Caused by:``, pytest ``E`` lines, and the line after an
+exception line when it continues the message), the first frames of each trace, and the tail.
+What is not shown is stated in bytes and lines.
 """
 
 from __future__ import annotations
@@ -79,12 +80,14 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
     frames: list[_Line] = []
     counts = {"tests": 0, "errors": 0, "frames": 0}
     frames_in_trace = _FRAMES_PER_TRACE
+    after_exception = False
     number = 0
     for number, raw in enumerate(io.BytesIO(data), 1):
         line = _Line(number, raw[: _LINE_MAX + 8], len(raw), len(raw.rstrip(b"\r\n")))
         if number <= _HEAD_LINES:
             head.append(line)
         tail.append(line)
+        message_follows, after_exception = after_exception, False
         if _TEST.match(raw):
             counts["tests"] += 1
             if len(tests) < _KEY_MAX:
@@ -95,11 +98,17 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
             if len(errors) < _KEY_MAX:
                 errors.append(line)
             frames_in_trace = 0
+            after_exception = True
         elif _FRAME.match(raw):
             counts["frames"] += 1
             if frames_in_trace < _FRAMES_PER_TRACE and len(frames) < _KEY_MAX:
                 frames.append(line)
             frames_in_trace += 1
+        elif message_follows and raw.strip() and len(errors) < _KEY_MAX:
+            # The first line after an exception line, when it is not a frame: its message
+            # continued (``AssertionFailedError:`` then ``Expected: ...``).
+            counts["errors"] += 1
+            errors.append(line)
     total_lines = number
 
     out = Builder(budget)
