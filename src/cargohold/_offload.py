@@ -266,6 +266,8 @@ class Offloader:
                 OffloadOutcome.REJECTED,
                 _LIMIT_REASONS.get(exc.reason, Reason.ARTIFACT_TOO_LARGE),
             )
+        elif isinstance(exc, RejectedError):  # a backend's own refusal: still a refusal
+            outcome, reason = OffloadOutcome.REJECTED, Reason.STORE_ERROR
         elif isinstance(exc, StoreUnavailableError):
             outcome, reason = OffloadOutcome.FAILED, Reason.STORE_UNAVAILABLE
         else:

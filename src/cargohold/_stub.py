@@ -204,7 +204,7 @@ def render_stub(
     head, tokens = header(found.kind, found.detail, found.classification)
     # The projection may fall back to another class; leave room for the longest header line.
     slack = 32
-    room = int(budget) - fixed - utf8_len(head) - slack
+    room = int(budget) - fixed - utf8_len(head) - slack - 1  # 1: the preview's closing newline
     if room < 64:
         raise UsageError("the budget leaves no room for a preview")
     projection = project(data, media_type=media_type, budget=room, failed=failed, detection=found)

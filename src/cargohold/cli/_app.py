@@ -20,6 +20,7 @@ from cargohold import __version__
 from cargohold._errors import LimitExceededError
 from cargohold._records import Sensitivity
 from cargohold.cli._context import App, fail_outcome, get_app
+from cargohold.cli._db import db
 from cargohold.cli._decisions import events, grep, offload, query, read
 from cargohold.cli._demo import demo
 from cargohold.cli._envelope import envelope
@@ -56,7 +57,7 @@ class _Group(click.Group):
 @click.option(
     "--store",
     metavar="URL",
-    help="Store to use: memory://, a directory path or file:// URL. "
+    help="Store to use: memory://, a directory path, a file:// URL or a postgresql:// URL. "
     "Default: $CARGOHOLD_STORE, then the config file, then the embedded local store "
     "in your cache directory.",
 )
@@ -478,5 +479,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 cli.add_command(demo)
-for _command in (offload, read, grep, query, events, guard, envelope):
+for _command in (offload, read, grep, query, events, guard, envelope, db):
     cli.add_command(_command)

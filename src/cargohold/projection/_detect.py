@@ -97,14 +97,17 @@ def _is_base64(head: bytes) -> bool:
     clean = [line for line in lines[:-1] if _BASE64_LINE.fullmatch(line)]
     if len(lines) - 1 - len(clean) > max(0, (len(lines) - 1) // 50):
         return False
+    if not clean and not _BASE64_LINE.fullmatch(lines[0]):
+        return False  # a lone line must be all base64 alphabet (non-ASCII prose is not)
     sample = b"".join(clean[:40] or lines[:1])
     try:
-        binascii.a2b_base64(sample[: len(sample) // 4 * 4])
+        binascii.a2b_base64(sample[: len(sample) // 4 * 4], strict_mode=True)
     except binascii.Error:
         return False
-    # English words are base64-clean too; real base64 mixes cases and digits densely.
-    letters = sum(chr(c).isupper() for c in sample)
-    digits = sum(chr(c).isdigit() for c in sample)
+    # English words are base64-clean too; real base64 mixes cases and digits densely. Count
+    # ASCII only: read as Latin-1, UTF-8 lead bytes would pass for capitals and digits.
+    letters = sum(65 <= c <= 90 for c in sample)
+    digits = sum(48 <= c <= 57 for c in sample)
     return letters > len(sample) // 8 and digits > len(sample) // 50
 
 
@@ -200,13 +203,14 @@ def _text_kind(head: bytes, media: str) -> tuple[str, str | None]:
         lines = lines[:-1]  # the sniff window may cut the last line
     if len(lines) >= 5 and _ratio(_TIMESTAMP, lines) >= 0.6:
         return "log", None
+    searchy = len(lines) >= 5 and _ratio(_SEARCH, lines) >= 0.8
+    if searchy and media not in ("text/csv", "text/tab-separated-values"):
+        return "search", None  # `x.py:3:f(a, b)` lines hold commas alike: not CSV
     delimited = _delimited(head, media)
     if delimited is not None:
         return delimited, None
     if len(lines) >= 5 and _ratio(_LEVEL, lines) >= 0.6:
         return "log", None
-    if len(lines) >= 5 and _ratio(_SEARCH, lines) >= 0.8:
-        return "search", None
     if language:
         return "code", language
     return "text", None

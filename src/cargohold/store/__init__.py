@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from cargohold._errors import ConfigError
@@ -16,15 +17,32 @@ from cargohold.store._local import LocalStore, default_root
 from cargohold.store._memory import MemoryStore
 from cargohold.store._protocol import Clock, Progress, StoreBackend
 
+if TYPE_CHECKING:
+    from cargohold.store._postgres import PostgresStore, schema_status, upgrade_schema
+
 __all__ = [
     "Clock",
     "LocalStore",
     "MemoryStore",
+    "PostgresStore",
     "Progress",
     "StoreBackend",
     "default_root",
     "open_store",
+    "schema_status",
+    "upgrade_schema",
 ]
+
+_LAZY = frozenset({"PostgresStore", "schema_status", "upgrade_schema"})
+
+
+def __getattr__(name: str) -> object:
+    """The PostgreSQL names, imported on first use: ``import cargohold`` never loads psycopg."""
+    if name in _LAZY:
+        from cargohold.store import _postgres
+
+        return getattr(_postgres, name)
+    raise AttributeError(name)
 
 
 def open_store(
