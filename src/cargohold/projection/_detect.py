@@ -8,6 +8,7 @@ even when a sniff would hesitate). Anything unrecognised is ``text``, which is `
 from __future__ import annotations
 
 import binascii
+import itertools
 import re
 
 from cargohold._text import looks_textual
@@ -157,6 +158,20 @@ def _code_language(head: bytes, media: str) -> str | None:
     return None if best is None else best[1]
 
 
+def _few_paths(lines: list[bytes]) -> bool:
+    """grep output repeats its paths, and its line numbers climb within each path; a log whose
+    lines merely look like ``name:13:53`` (a time) does neither."""
+    pairs = []
+    for line in lines:
+        path, _, rest = line.partition(b":")
+        number = rest.split(b":", 1)[0]
+        pairs.append((path, int(number) if number.isdigit() else -1))
+    if len({path for path, _ in pairs}) > max(2, len(lines) // 2):
+        return False
+    same = [(a[1], b[1]) for a, b in itertools.pairwise(pairs) if a[0] == b[0]]
+    return not same or sum(1 for x, y in same if y > x) >= 0.8 * len(same)
+
+
 def _ratio(pattern: re.Pattern[bytes], lines: list[bytes]) -> float:
     return sum(1 for line in lines if pattern.search(line)) / max(1, len(lines))
 
@@ -203,7 +218,7 @@ def _text_kind(head: bytes, media: str) -> tuple[str, str | None]:
         lines = lines[:-1]  # the sniff window may cut the last line
     if len(lines) >= 5 and _ratio(_TIMESTAMP, lines) >= 0.6:
         return "log", None
-    searchy = len(lines) >= 5 and _ratio(_SEARCH, lines) >= 0.8
+    searchy = len(lines) >= 5 and _ratio(_SEARCH, lines) >= 0.8 and _few_paths(lines)
     if searchy and media not in ("text/csv", "text/tab-separated-values"):
         return "search", None  # `x.py:3:f(a, b)` lines hold commas alike: not CSV
     delimited = _delimited(head, media)

@@ -1,0 +1,82 @@
+"""Write the corpus table of ``docs/projection.md``: ``python -m bench.projection_doc [FILE]``.
+
+For every file of the shared corpus: body bytes, stub bytes (balanced budget), body and stub
+tokens counted with the real o200k tokenizer (bpe-openai), and the projection time (median of 5).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from cargohold import Budget, Ref, render_stub
+from cargohold._tokens import count_tokens
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+MEDIA = {
+    ".json": "application/json",
+    ".geojson": "application/geo+json",
+    ".topojson": "application/json",
+    ".csv": "text/csv",
+    ".log": "text/plain",
+    ".html": "text/html",
+    ".c": "text/x-c",
+    ".py": "text/x-python",
+    ".diff": "text/x-diff",
+    ".txt": "text/plain",
+    ".png": "image/png",
+    ".pdf": "application/pdf",
+}
+
+
+def table() -> str:
+    rows = [
+        "| file | kind | class | body bytes | stub bytes | body tokens | stub tokens | "
+        "kept out | projection ms |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    totals = [0, 0, 0, 0]
+    for path in sorted(CORPUS.iterdir()):
+        if path.suffix not in MEDIA:
+            continue
+        data = path.read_bytes()
+        media = MEDIA[path.suffix]
+        ref = Ref.of(data)
+        times = []
+        for _ in range(5):
+            began = time.perf_counter()
+            stub = render_stub(data, ref, media_type=media, budget=Budget.BALANCED)
+            times.append(time.perf_counter() - began)
+        textual = stub.projection.classification.value != "unsupported" or path.suffix == ".txt"
+        body_tokens = count_tokens(data.decode("utf-8", "replace")) if textual else None
+        stub_tokens = count_tokens(stub.text) or 0
+        body_cell = f"{body_tokens:,}" if body_tokens is not None else "(binary)"
+        kept = f"{1 - stub_tokens / body_tokens:.1%}" if body_tokens else "-"
+        rows.append(
+            f"| {path.name} | {stub.projection.kind} | {stub.projection.classification.value} | "
+            f"{len(data):,} | {stub.size_bytes:,} | {body_cell} | {stub_tokens:,} | {kept} | "
+            f"{statistics.median(times) * 1000:.1f} |"
+        )
+        totals[0] += len(data)
+        totals[1] += stub.size_bytes
+        totals[2] += body_tokens or 0
+        totals[3] += stub_tokens
+    rows.append(
+        f"| **all {len(rows) - 2} files** | | | {totals[0]:,} | {totals[1]:,} | {totals[2]:,} | "
+        f"{totals[3]:,} | {1 - totals[3] / totals[2]:.1%} | |"
+    )
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    text = table()
+    if argv:
+        Path(argv[0]).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
