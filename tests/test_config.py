@@ -274,3 +274,18 @@ def test_the_settings_scope_carries_the_configured_owner_and_attribution(project
 def test_an_owner_part_no_scope_accepts_is_a_configuration_error(project: Path, value: str) -> None:
     with pytest.raises(ConfigError):
         load_settings(environ={"CARGOHOLD_TENANT": value}, cwd=project)
+
+
+def test_guard_settings_come_from_the_environment_as_name_number_pairs(project: Path) -> None:
+    settings = load_settings(
+        environ={"CARGOHOLD_WINDOW_MARGIN": "100", "CARGOHOLD_MODEL_WINDOWS": "acme-1=5000"},
+        cwd=project,
+    )
+
+    assert settings.window_margin == 100
+    assert settings.model_windows == {"acme-1": 5000}
+
+
+def test_a_malformed_model_windows_variable_is_a_configuration_error(project: Path) -> None:
+    with pytest.raises(ConfigError):
+        load_settings(environ={"CARGOHOLD_MODEL_WINDOWS": "acme-1"}, cwd=project)

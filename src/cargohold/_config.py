@@ -57,6 +57,8 @@ _KEYS = (
     "budget",
     "read_budget",
     "events_log",
+    "window_margin",
+    "model_windows",
 )
 
 
@@ -86,6 +88,8 @@ def _model() -> type[BaseModel]:
         budget: Literal["light", "balanced", "strong", "max"] = "balanced"
         read_budget: int = Field(default=16 * 1024, gt=0, le=1024 * 1024)
         events_log: str | None = None
+        window_margin: int = Field(default=4096, ge=0)
+        model_windows: dict[str, int] = Field(default_factory=dict)
 
     assert tuple(Model.model_fields) == _KEYS
     return Model
@@ -107,6 +111,8 @@ class Settings:
         read_budget: The default byte budget of a model-facing read (16 KiB, at most 1 MiB).
         events_log: A JSON-lines file the CLI appends decision events to; ``None`` for the
             default under the user's state directory.
+        window_margin: Tokens the edge guard keeps free below a model's context window.
+        model_windows: Context windows by model name prefix, over the guard's built-in table.
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -120,6 +126,8 @@ class Settings:
     budget: str = "balanced"
     read_budget: int = 16 * 1024
     events_log: str | None = None
+    window_margin: int = 4096
+    model_windows: Mapping[str, int] = dataclasses.field(default_factory=dict)
     source: Path | None = None
 
     def scope(self, **attribution: str | None) -> Scope:
@@ -153,17 +161,22 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for key in _KEYS:
         value = environ.get(ENV_PREFIX + key.upper())
         if value is not None and value != "":
-            found[key] = _tool_thresholds(value) if key == "tool_thresholds" else value
+            found[key] = _pairs(key, value) if key in _MAPPINGS else value
     return found
 
 
-def _tool_thresholds(value: str) -> dict[str, str]:
+_MAPPINGS = frozenset({"tool_thresholds", "model_windows"})
+
+
+def _pairs(key: str, value: str) -> dict[str, str]:
     """``CARGOHOLD_TOOL_THRESHOLDS=fetch=65536,grep=8192`` as a mapping (validated later)."""
     pairs: dict[str, str] = {}
     for item in value.split(","):
         name, sep, size = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError("CARGOHOLD_TOOL_THRESHOLDS is a list of tool=bytes, comma-separated")
+            raise ConfigError(
+                f"{ENV_PREFIX}{key.upper()} is a list of name=number, comma-separated"
+            )
         pairs[name.strip()] = size.strip()
     return pairs
 
@@ -250,5 +263,7 @@ def load_settings(
         budget=model.budget,
         read_budget=model.read_budget,
         events_log=model.events_log or None,
+        window_margin=model.window_margin,
+        model_windows=dict(model.model_windows),
         source=source,
     )

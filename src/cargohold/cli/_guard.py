@@ -44,7 +44,7 @@ _FORMATS = ["openai-chat", "openai-responses", "anthropic", "langchain"]
     "--margin",
     type=click.IntRange(min=0),
     metavar="TOKENS",
-    help="Tokens to keep free below the model's window (default 4096).",
+    help="Tokens to keep free below the model's window (default: window_margin, 4096).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def guard(
@@ -71,7 +71,6 @@ def guard(
       cargohold guard body.json --format anthropic --model claude-sonnet-4-5 --margin 8000
     """
     from cargohold.guard import (
-        DEFAULT_MARGIN,
         ContextLeakError,
         ContextWindowExceededError,
         Guard,
@@ -84,7 +83,8 @@ def guard(
     app = get_app()
     checker = Guard(
         threshold=threshold if threshold is not None else app.settings.heavy_threshold,
-        margin=margin if margin is not None else DEFAULT_MARGIN,
+        margin=margin if margin is not None else app.settings.window_margin,
+        windows=app.settings.model_windows,
         reporter=app.reporter,
     )
     try:
