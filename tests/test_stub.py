@@ -471,7 +471,7 @@ def _numbered_passed(first: int, last: int) -> str:
 
 EXPECTED_CI_STUB = (
     "[cargohold] artifact://sha256/260123e6102619f40e04bda7851177d3aef58cb9cd91a1919104aa95fe2bcd1b\n"
-    "tool run_tests | text/plain; charset=utf-8 | 6,770 bytes | about 1,557 tokens | complete\n"
+    "tool run_tests | text/plain; charset=utf-8 | 6,770 bytes | about 1,553 tokens | complete\n"
     "kept out of context | kind failure | class exact_required\n"
     "--- preview ---\n"
     "failure output: 97 lines, 6,770 bytes; verbatim lines only, each as 'line number: text', "
@@ -503,7 +503,7 @@ EXPECTED_CI_STUB = (
     "--- end of preview ---\n"
     "read more: artifact_read(ref, offset, length) | artifact_read_lines(ref, start_line, "
     "end_line) | artifact_grep(ref, pattern)\n"
-    "[cargohold] end of stub | budget light | check 5be103279923ec3c"
+    "[cargohold] end of stub | budget light | check 69b2b1c2428a24ac"
 )
 
 
@@ -531,7 +531,7 @@ def test_a_small_log_fits_whole_in_its_preview() -> None:
 
     assert stub.text == (
         f"[cargohold] {Ref.of(data)}\n"
-        "tool make | text/plain | 49 bytes | about 12 tokens | complete\n"
+        "tool make | text/plain | 49 bytes | about 18 tokens | complete\n"
         "kept out of context | kind text | class exact_required\n"
         "--- preview ---\n"
         "build started\n"

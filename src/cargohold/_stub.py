@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from cargohold._errors import UsageError
 from cargohold._ref import PREFIX, Ref
 from cargohold._text import utf8_len
-from cargohold._tokens import estimate_tokens, family_of
+from cargohold._tokens import body_tokens, family_of
 from cargohold.projection import Projection, ProjectionClass, detect, project
 
 MARKER = "[cargohold]"
@@ -190,8 +190,10 @@ def render_stub(
     closing_len = utf8_len(f"{MARKER} end of stub | budget {budget.label} | check ") + 16
     open_rule, close_rule = "--- preview ---\n", "--- end of preview ---\n"
 
+    # The projection may change the class, never the kind: one count serves both headers.
+    tokens = body_tokens(data, family_of(found.kind, media_type))
+
     def header(kind: str, detail: str | None, cls: ProjectionClass) -> tuple[str, int]:
-        tokens = estimate_tokens(size, family_of(kind, media_type))
         tool_part = f"tool {tool} | " if tool else ""
         what = f"{kind} ({detail})" if detail else kind
         return (
