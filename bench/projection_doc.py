@@ -1,7 +1,9 @@
-"""Write the corpus table of ``docs/projection.md``: ``python -m bench.projection_doc [FILE]``.
+"""Regenerate the figures of ``docs/projection.md``: ``python -m bench.projection_doc [--write]``.
 
 For every file of the shared corpus: body bytes, stub bytes (balanced budget), body and stub
-tokens counted with the real o200k tokenizer (bpe-openai), and the projection time (median of 5).
+tokens counted with the real o200k tokenizer (bpe-openai), and the projection time (median of 5);
+then one example stub per kind, from the reviewed snapshots. ``--write`` replaces the parts of
+``docs/projection.md`` between their markers; without it the table is printed.
 """
 
 from __future__ import annotations
@@ -70,11 +72,46 @@ def table() -> str:
     return "\n".join(rows)
 
 
+EXAMPLES = (
+    ("JSON", "citm_catalog.json"),
+    ("CSV", "faa_birdstrikes.csv"),
+    ("Log", "zookeeper_2k.log"),
+    ("HTML", "wikipedia_page_large.html"),
+    ("Code", "redis_module.c"),
+    ("Diff", "pytest_8.0.0_to_8.3.0.diff"),
+    ("Search results", "grep_redis_static_decls.txt"),
+    ("Test failures (exact_required)", "defects4j_time_failing_tests.txt"),
+    ("Base64 (unsupported)", "geotopo_book.pdf.b64.txt"),
+    ("Binary (unsupported)", "torus_render.png"),
+)
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "tests" / "snapshots" / "stubs"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "projection.md"
+
+
+def examples() -> str:
+    parts = []
+    for title, name in EXAMPLES:
+        stub = (SNAPSHOTS / f"{name}.light.txt").read_text(encoding="utf-8").rstrip()
+        parts.append(f"### {title}: `{name}`\n\n```\n{stub}\n```\n")
+    return "\n".join(parts)
+
+
+def _replace(doc: str, marker: str, body: str) -> str:
+    begin, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
+    head, _, rest = doc.partition(begin)
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
 def main(argv: list[str]) -> int:
     text = table()
-    if argv:
-        Path(argv[0]).write_text(text + "\n", encoding="utf-8")
-    print(text)
+    if "--write" in argv:
+        doc = DOC.read_text(encoding="utf-8")
+        doc = _replace(doc, "corpus-table", text)
+        doc = _replace(doc, "examples", examples())
+        DOC.write_text(doc, encoding="utf-8")
+    else:
+        print(text)
     return 0
 
 
