@@ -211,3 +211,9 @@ def test_events_tail_limits_the_listing(root: Path) -> None:
 
     assert result.exit_code == ExitCode.OK
     assert len(result.stdout.splitlines()) == 2
+
+
+def test_the_budget_choices_are_exactly_the_stub_budgets() -> None:
+    from cargohold.cli._decisions import _BUDGETS
+
+    assert [budget.label for budget in cargohold.Budget] == _BUDGETS

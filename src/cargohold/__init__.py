@@ -15,65 +15,143 @@ Quick start::
     data = scoped.read(put.ref, start=0, end=100).raise_for_outcome()
 """
 
-from cargohold._config import Settings, load_settings
-from cargohold._errors import (
-    CargoholdError,
-    ConfigError,
-    InvalidReferenceError,
-    InvalidScopeError,
-    LimitExceededError,
-    ReadError,
-    RejectedError,
-    SchemaError,
-    SensitivityRefusedError,
-    StoreError,
-    StoreUnavailableError,
-    UsageError,
-)
-from cargohold._events import (
-    ContentKind,
-    DecisionEvent,
-    GuardOutcome,
-    OffloadOutcome,
-    Operation,
-    Reason,
-    RehydrateOutcome,
-    Reporter,
-    Sink,
-)
-from cargohold._facade import ScopedStore
-from cargohold._offload import HEAVY_THRESHOLD, Offloader, OffloadResult
-from cargohold._records import (
-    ArtifactRecord,
-    Finding,
-    GcReport,
-    Limits,
-    PutRequest,
-    PutResult,
-    ReadOutcome,
-    ReadResult,
-    Sensitivity,
-    Usage,
-)
-from cargohold._ref import Ref
-from cargohold._rehydrate import DEFAULT_READ_BUDGET, RehydrateResult, Rehydrator
-from cargohold._scope import Scope
-from cargohold._segment import SegmentInfo, parse_segment, render_segment
-from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
-from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
-from cargohold._tokens import estimate_tokens
-from cargohold.guard import (
-    ContextLeakError,
-    ContextWindowExceededError,
-    DispositionRefusedError,
-    Guard,
-    guard_anthropic,
-    guard_openai,
-)
-from cargohold.projection import ProjectionClass
-from cargohold.store import LocalStore, MemoryStore, StoreBackend, open_store
+# Public names resolve on first use (PEP 562): `import cargohold` (and so the CLI's start-up) pays
+# only for what is used, and optional integrations are never imported until asked for.
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from cargohold._config import Settings, load_settings
+    from cargohold._errors import (
+        CargoholdError,
+        ConfigError,
+        InvalidReferenceError,
+        InvalidScopeError,
+        LimitExceededError,
+        ReadError,
+        RejectedError,
+        SchemaError,
+        SensitivityRefusedError,
+        StoreError,
+        StoreUnavailableError,
+        UsageError,
+    )
+    from cargohold._events import (
+        ContentKind,
+        DecisionEvent,
+        GuardOutcome,
+        OffloadOutcome,
+        Operation,
+        Reason,
+        RehydrateOutcome,
+        Reporter,
+        Sink,
+    )
+    from cargohold._facade import ScopedStore
+    from cargohold._offload import HEAVY_THRESHOLD, Offloader, OffloadResult
+    from cargohold._records import (
+        ArtifactRecord,
+        Finding,
+        GcReport,
+        Limits,
+        PutRequest,
+        PutResult,
+        ReadOutcome,
+        ReadResult,
+        Sensitivity,
+        Usage,
+    )
+    from cargohold._ref import Ref
+    from cargohold._rehydrate import DEFAULT_READ_BUDGET, RehydrateResult, Rehydrator
+    from cargohold._scope import Scope
+    from cargohold._segment import SegmentInfo, parse_segment, render_segment
+    from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
+    from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
+    from cargohold._tokens import estimate_tokens
+    from cargohold.guard import (
+        ContextLeakError,
+        ContextWindowExceededError,
+        DispositionRefusedError,
+        Guard,
+        guard_anthropic,
+        guard_openai,
+    )
+    from cargohold.projection import ProjectionClass
+    from cargohold.store import LocalStore, MemoryStore, StoreBackend, open_store
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "ArtifactRecord": "cargohold._records",
+    "Budget": "cargohold._stub",
+    "CargoholdError": "cargohold._errors",
+    "ConfigError": "cargohold._errors",
+    "ContentKind": "cargohold._events",
+    "ContextLeakError": "cargohold.guard",
+    "ContextWindowExceededError": "cargohold.guard",
+    "DEFAULT_READ_BUDGET": "cargohold._rehydrate",
+    "DecisionEvent": "cargohold._events",
+    "DispositionRefusedError": "cargohold.guard",
+    "Finding": "cargohold._records",
+    "GcReport": "cargohold._records",
+    "Guard": "cargohold.guard",
+    "GuardOutcome": "cargohold._events",
+    "HEAVY_THRESHOLD": "cargohold._offload",
+    "InvalidReferenceError": "cargohold._errors",
+    "InvalidScopeError": "cargohold._errors",
+    "JsonLinesSink": "cargohold._sinks",
+    "LimitExceededError": "cargohold._errors",
+    "Limits": "cargohold._records",
+    "ListSink": "cargohold._sinks",
+    "LocalStore": "cargohold.store",
+    "LoggingSink": "cargohold._sinks",
+    "MemoryStore": "cargohold.store",
+    "OffloadOutcome": "cargohold._events",
+    "OffloadResult": "cargohold._offload",
+    "Offloader": "cargohold._offload",
+    "OpenTelemetrySink": "cargohold._sinks",
+    "Operation": "cargohold._events",
+    "ProjectionClass": "cargohold.projection",
+    "PutRequest": "cargohold._records",
+    "PutResult": "cargohold._records",
+    "ReadError": "cargohold._errors",
+    "ReadOutcome": "cargohold._records",
+    "ReadResult": "cargohold._records",
+    "ReadTools": "cargohold._stub",
+    "Reason": "cargohold._events",
+    "Ref": "cargohold._ref",
+    "RehydrateOutcome": "cargohold._events",
+    "RehydrateResult": "cargohold._rehydrate",
+    "Rehydrator": "cargohold._rehydrate",
+    "RejectedError": "cargohold._errors",
+    "Reporter": "cargohold._events",
+    "RunSummary": "cargohold._sinks",
+    "SchemaError": "cargohold._errors",
+    "Scope": "cargohold._scope",
+    "ScopedStore": "cargohold._facade",
+    "SegmentInfo": "cargohold._segment",
+    "Sensitivity": "cargohold._records",
+    "SensitivityRefusedError": "cargohold._errors",
+    "Settings": "cargohold._config",
+    "Sink": "cargohold._events",
+    "StoreBackend": "cargohold.store",
+    "StoreError": "cargohold._errors",
+    "StoreUnavailableError": "cargohold._errors",
+    "Stub": "cargohold._stub",
+    "StubInfo": "cargohold._stub",
+    "Usage": "cargohold._records",
+    "UsageError": "cargohold._errors",
+    "estimate_tokens": "cargohold._tokens",
+    "guard_anthropic": "cargohold.guard",
+    "guard_openai": "cargohold.guard",
+    "load_settings": "cargohold._config",
+    "open_store": "cargohold.store",
+    "parse_segment": "cargohold._segment",
+    "parse_stub": "cargohold._stub",
+    "render_segment": "cargohold._segment",
+    "render_stub": "cargohold._stub",
+}
+"""Each public name and the module that defines it."""
 
 __all__ = [
     "DEFAULT_READ_BUDGET",
@@ -145,3 +223,16 @@ __all__ = [
     "render_segment",
     "render_stub",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cargohold' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,28 +11,23 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from cargohold._events import OffloadOutcome, RehydrateOutcome
-from cargohold._offload import OffloadResult
 from cargohold._records import MAX_READ_BYTES, ReadOutcome
-from cargohold._rehydrate import RehydrateResult
-from cargohold._stub import Budget
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
 from cargohold.cli._render import guess_media_type, outcome_message
 
-_BUDGETS = [b.label for b in Budget]
-_OFFLOAD_EXIT = {
-    OffloadOutcome.INLINE: ExitCode.OK,
-    OffloadOutcome.OFFLOADED: ExitCode.OK,
-    OffloadOutcome.EXISTING_REFERENCE: ExitCode.OK,
-    OffloadOutcome.BYPASS: ExitCode.OK,
-    OffloadOutcome.REJECTED: ExitCode.REJECTED,
-    OffloadOutcome.FAILED: ExitCode.ERROR,
-}
+if TYPE_CHECKING:
+    from cargohold._offload import OffloadResult
+    from cargohold._rehydrate import RehydrateResult
+
+_BUDGETS = ["light", "balanced", "strong", "max"]
+"""cargohold.Budget's labels, spelled out so --help need not import the decision modules."""
+_OFFLOAD_EXIT = {"rejected": ExitCode.REJECTED, "failed": ExitCode.ERROR}
+"""Offload outcomes that end the command with an error; every other outcome is success."""
 
 
 def _echo_json(value: object) -> None:
@@ -70,10 +65,10 @@ def _finish_read(result: RehydrateResult, *, as_json: bool, raw: bool) -> None:
     elif result.segment is not None and result.content is not None:
         click.echo(result.content if raw else result.segment)
     code = OUTCOME_EXIT[ReadOutcome(result.outcome.value)]
-    if result.outcome is not RehydrateOutcome.RESOLVED:
+    if result.outcome.value != "resolved":
         if not as_json:
             line = outcome_message(ReadOutcome(result.outcome.value), result.ref)
-            if result.outcome is RehydrateOutcome.OVER_BUDGET:
+            if result.outcome.value == "over_budget":
                 line = (
                     f"cargohold: error: the answer would be {result.answer_bytes:,} bytes, over "
                     f"the {result.budget:,}-byte budget; ask for less, or raise --budget"
@@ -170,7 +165,7 @@ def offload(
         f"bytes in, {event.context_bytes:,} bytes into context",
         err=True,
     )
-    code = _OFFLOAD_EXIT[result.outcome]
+    code = _OFFLOAD_EXIT.get(result.outcome.value, ExitCode.OK)
     if code is not ExitCode.OK:
         raise click.exceptions.Exit(int(code))
 

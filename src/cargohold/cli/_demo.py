@@ -13,16 +13,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cargohold._events import Reporter
-from cargohold._offload import Offloader, OffloadResult
-from cargohold._rehydrate import RehydrateResult, Rehydrator
-from cargohold._sinks import RunSummary
-from cargohold._stub import Budget
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from cargohold._offload import OffloadResult
+    from cargohold._rehydrate import RehydrateResult
 
 SAMPLE = "orders.json"
 """The shipped sample: a tool's JSON answer listing 280 orders, one per line (about 55 KiB)."""
@@ -120,6 +118,12 @@ def demo() -> None:
       cargohold --store memory:// demo
     """
     from rich.console import Console
+
+    from cargohold._events import Reporter
+    from cargohold._offload import Offloader
+    from cargohold._rehydrate import Rehydrator
+    from cargohold._sinks import RunSummary
+    from cargohold._stub import Budget
 
     app = get_app()
     console = Console(highlight=False)

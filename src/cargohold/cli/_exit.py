@@ -11,7 +11,6 @@ from cargohold._errors import (
     UsageError,
 )
 from cargohold._records import ReadOutcome
-from cargohold.guard._errors import ContextLeakError, ContextWindowExceededError
 
 
 class ExitCode(enum.IntEnum):
@@ -70,10 +69,14 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.USAGE
     if isinstance(exc, RejectedError):
         return ExitCode.REJECTED
-    if isinstance(exc, ContextLeakError):
-        return ExitCode.CONTEXT_LEAK
-    if isinstance(exc, ContextWindowExceededError):
-        return ExitCode.CONTEXT_WINDOW
+    if isinstance(exc, CargoholdError):
+        # The guard's errors by their stable codes: importing the guard here would load it (and
+        # its client wrappers) on every start of the command line.
+        by_code = {
+            "context_leak": ExitCode.CONTEXT_LEAK,
+            "context_window_exceeded": ExitCode.CONTEXT_WINDOW,
+        }
+        return by_code.get(exc.code, ExitCode.ERROR)
     return ExitCode.ERROR
 
 
