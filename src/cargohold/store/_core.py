@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cargohold._errors import UsageError
 from cargohold._records import (
     CHUNK_SIZE,
+    ArtifactRecord,
     Limits,
     PutRequest,
     Sensitivity,
@@ -142,3 +144,37 @@ def verify_range(
         if hashlib.sha256(piece).digest() != expected:
             return None
     return bytes(view[start - span_start : end - span_start])
+
+
+RECORD_COLUMNS = (
+    "digest, size, media_type, kind, tool, created, expires, sensitivity, complete,"
+    " classification, task, worker, agent"
+)
+"""The artifact columns every SQL backend selects, in the order :func:`record_from_row` reads."""
+
+
+def record_from_row(row: Any) -> ArtifactRecord:
+    """An :class:`ArtifactRecord` from the first 13 values of a row in ``RECORD_COLUMNS`` order."""
+    digest, size, media, kind, tool, created, expires, sens, complete, cls, *attribution = tuple(
+        row
+    )[:13]
+    task, worker, agent = attribution
+
+    def text(value: object) -> str | None:
+        return None if value is None else str(value)
+
+    return ArtifactRecord(
+        ref=Ref(str(digest)),
+        size=int(size),
+        media_type=str(media),
+        kind=text(kind),
+        tool=text(tool),
+        created=float(created),
+        expires=float(expires),
+        sensitivity=Sensitivity(str(sens)),
+        complete=bool(complete),
+        classification=text(cls),
+        task=text(task),
+        worker=text(worker),
+        agent=text(agent),
+    )

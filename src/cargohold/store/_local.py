@@ -30,7 +30,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from cargohold._errors import (
     CargoholdError,
@@ -49,17 +48,18 @@ from cargohold._records import (
     PutResult,
     ReadOutcome,
     ReadResult,
-    Sensitivity,
     Usage,
 )
 from cargohold._ref import Ref
 from cargohold._scope import Scope
 from cargohold.store._core import (
+    RECORD_COLUMNS,
     PreparedWrite,
     chunk_digests,
     clip_range,
     needs_refresh,
     prepare_write,
+    record_from_row,
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
@@ -113,10 +113,7 @@ CREATE TABLE stats (
 INSERT INTO stats (id, objects, bytes) VALUES (1, 0, 0);
 """
 
-_RECORD_COLUMNS = (
-    "digest, size, media_type, kind, tool, created, expires, sensitivity, complete,"
-    " classification, task, worker, agent"
-)
+_RECORD_COLUMNS = RECORD_COLUMNS
 _OWNED = " WHERE tenant = ? AND user = ? AND session = ?"
 # The column list is a constant of this module; every value is bound as a parameter.
 _SELECT_ONE = f"SELECT {_RECORD_COLUMNS} FROM artifacts{_OWNED} AND digest = ?"  # noqa: S608
@@ -140,39 +137,6 @@ def default_root() -> Path:
 def tenant_key(tenant: str) -> str:
     """The directory name of a tenant: a hash, so no owner identity appears in a path."""
     return hashlib.sha256(b"cargohold-tenant\0" + tenant.encode()).hexdigest()[:32]
-
-
-def _record(row: tuple[Any, ...]) -> ArtifactRecord:
-    (
-        digest,
-        size,
-        media,
-        kind,
-        tool,
-        created,
-        expires,
-        sens,
-        complete,
-        cls,
-        task,
-        worker,
-        agent,
-    ) = tuple(row)
-    return ArtifactRecord(
-        ref=Ref(str(digest)),
-        size=int(size),
-        media_type=str(media),
-        kind=None if kind is None else str(kind),
-        tool=None if tool is None else str(tool),
-        created=float(created),
-        expires=float(expires),
-        sensitivity=Sensitivity(str(sens)),
-        complete=bool(complete),
-        classification=None if cls is None else str(cls),
-        task=None if task is None else str(task),
-        worker=None if worker is None else str(worker),
-        agent=None if agent is None else str(agent),
-    )
 
 
 def _mkdir_private(path: Path) -> None:
@@ -420,7 +384,7 @@ class LocalStore:
             ).fetchone()
         if row is None:
             return None
-        record = _record(row)
+        record = record_from_row(row)
         now = self._clock()
         if record.expires <= now:
             return None  # expired: counts again toward the quota, so take the full path
@@ -449,7 +413,7 @@ class LocalStore:
             with self._write() as db:
                 now = self._clock()
                 row = db.execute(_SELECT_ONE, (*scope.owner, digest)).fetchone()
-                old = None if row is None else _record(row)
+                old = None if row is None else record_from_row(row)
                 existing = old is not None and old.expires > now
                 if not existing:
                     objects, held = db.execute(
@@ -561,7 +525,7 @@ class LocalStore:
                 ).fetchone()
                 outcome = ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING
                 return ReadResult(outcome, ref), b""
-        record = _record(row[:-1])
+        record = record_from_row(row[:-1])
         if record.expires <= self._clock():
             return ReadResult(ReadOutcome.EXPIRED, ref, record=record), b""
         return ReadResult(ReadOutcome.RESOLVED, ref, record=record), bytes(row[-1])
@@ -616,7 +580,7 @@ class LocalStore:
                 _SELECT_ALL,
                 scope.owner,
             ).fetchall()
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     def usage(self, scope: Scope) -> Usage:
         with _translated(), self._lock:

@@ -73,7 +73,6 @@ from cargohold._records import (
     PutResult,
     ReadOutcome,
     ReadResult,
-    Sensitivity,
     Usage,
 )
 from cargohold._ref import Ref
@@ -85,6 +84,7 @@ from cargohold.store._core import (
     clip_range,
     needs_refresh,
     prepare_write,
+    record_from_row,
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
@@ -252,39 +252,6 @@ def _translated() -> Iterator[None]:
         raise _translate(exc) from exc
 
 
-def _record(row: tuple[Any, ...] | Any) -> ArtifactRecord:
-    (
-        digest,
-        size,
-        media,
-        kind,
-        tool,
-        created,
-        expires,
-        sens,
-        complete,
-        cls,
-        task,
-        worker,
-        agent,
-    ) = tuple(row)[:13]
-    return ArtifactRecord(
-        ref=Ref(digest),
-        size=int(size),
-        media_type=media,
-        kind=kind,
-        tool=tool,
-        created=float(created),
-        expires=float(expires),
-        sensitivity=Sensitivity(sens),
-        complete=bool(complete),
-        classification=cls,
-        task=task,
-        worker=worker,
-        agent=agent,
-    )
-
-
 def _owner(scope: Scope, digest: str) -> dict[str, Any]:
     return {
         "tenant": scope.tenant,
@@ -407,7 +374,7 @@ class PostgresStore:
         # The cheap path: this owner already holds these bytes, alive. One lookup, rarely a write.
         row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
         if row is not None:
-            found = self._existing(conn, key, _record(row), write)
+            found = self._existing(conn, key, record_from_row(row), write)
             if found is not None:
                 return found
         with conn.transaction():
@@ -419,7 +386,7 @@ class PostgresStore:
             )
             row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
             if row is not None:
-                found = self._existing(conn, key, _record(row), write)
+                found = self._existing(conn, key, record_from_row(row), write)
                 if found is not None:
                     return found
             now = self._clock()
@@ -546,7 +513,7 @@ class PostgresStore:
             ).fetchone()
             if row is None:
                 return self._absent(conn, scope, ref)
-            record = _record(row)
+            record = record_from_row(row)
             if record.expires <= now:
                 return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
             return ReadResult(ReadOutcome.RESOLVED, ref, record=record)
@@ -593,7 +560,7 @@ class PostgresStore:
         end: int | None,
         max_bytes: int | None,
     ) -> ReadResult:
-        record = _record(row)
+        record = record_from_row(row)
         chunk_size, chunks, first, data = row[13:]
         if record.expires <= now:
             return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
@@ -624,7 +591,7 @@ class PostgresStore:
     def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
         def op(conn: _Conn) -> list[ArtifactRecord]:
             rows = conn.execute(self._sql.select_all, _owner(scope, ""), binary=True).fetchall()
-            return [_record(row) for row in rows]
+            return [record_from_row(row) for row in rows]
 
         return self._call(op, idempotent=True)
 
