@@ -26,7 +26,7 @@ SAMPLE = "orders.json"
 """The shipped sample: a tool's JSON answer listing 280 orders, one per line (about 55 KiB)."""
 
 _TASK = "Why did last night's billing batch fail, and how many orders were refunded?"
-_STUB_LINES_SHOWN = 6
+_STUB_LINES_SHOWN = 10
 
 
 def sample_bytes() -> bytes:
