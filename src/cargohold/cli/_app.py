@@ -93,9 +93,11 @@ def cli(
 
     \b
     Examples:
-      cargohold demo                           # the main job, step by step
-      cargohold put orders.json                # prints artifact://sha256/...
-      my-tool | cargohold put - --tool my-tool --kind log
+      cargohold demo                                  # a scripted agent run, explained
+      my-tool | cargohold offload - --tool my-tool    # the stub, or the output if small
+      cargohold grep artifact://sha256/<hex> 'ERROR|FATAL'
+      cargohold read artifact://sha256/<hex> --lines 100:140
+      cargohold put orders.json                       # prints artifact://sha256/...
       cargohold cat artifact://sha256/<hex> --range 0:4096
       cargohold --session run-7 ls
     """

@@ -50,7 +50,7 @@ Exit status:
   4  unauthorized: the artifact belongs to another session
   5  stale: the stored bytes no longer match the reference's digest
   6  expired: the artifact's TTL has passed
-  7  over budget: the answer is longer than --max-bytes
+  7  over budget: the answer is longer than --max-bytes or --budget
   8  rejected: over a size limit or quota, or a refused sensitivity
   9  context leak: a request carries raw heavy content (guard)
   10 context window: a request does not fit the model's window (guard)
