@@ -87,10 +87,11 @@ def _sample_indices(length: int, count: int = _SAMPLE) -> list[int]:
 
 
 def _key(name: str) -> str:
-    """A JMESPath identifier for ``name``: bare when it can be, else quoted."""
+    """A JMESPath identifier for ``name``: bare when it can be, else quoted (a JSON string, so
+    quotes, backslashes and control characters are escaped as JMESPath expects)."""
     if _IDENT.fullmatch(name):
         return name
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return orjson.dumps(name).decode()
 
 
 def _join(path: str, part: str) -> str:
