@@ -289,3 +289,20 @@ def test_guard_settings_come_from_the_environment_as_name_number_pairs(project: 
 def test_a_malformed_model_windows_variable_is_a_configuration_error(project: Path) -> None:
     with pytest.raises(ConfigError):
         load_settings(environ={"CARGOHOLD_MODEL_WINDOWS": "acme-1"}, cwd=project)
+
+
+def test_the_settings_repr_names_no_owner_and_no_store_url(project: Path) -> None:
+    settings = load_settings(
+        {
+            "store": "postgresql://ana:hunter2@db.internal/agents",
+            "tenant": "tenant-q1",
+            "user": "user-q2",
+            "session": "session-q3",
+        },
+        cwd=project,
+    )
+
+    shown = repr(settings) + str(settings)
+    for secret in ("hunter2", "db.internal", "tenant-q1", "user-q2", "session-q3"):
+        assert secret not in shown
+    assert settings.store == "postgresql://ana:hunter2@db.internal/agents"

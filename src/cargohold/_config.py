@@ -116,10 +116,11 @@ class Settings:
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
-    store: str | None
-    tenant: str
-    user: str
-    session: str
+    # Never in the repr: a store URL may hold a password, the scope parts are owner identity.
+    store: str | None = dataclasses.field(repr=False)
+    tenant: str = dataclasses.field(repr=False)
+    user: str = dataclasses.field(repr=False)
+    session: str = dataclasses.field(repr=False)
     limits: Limits
     heavy_threshold: int = 32 * 1024
     tool_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
