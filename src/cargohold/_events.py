@@ -16,7 +16,7 @@ import itertools
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -334,6 +334,3 @@ def record(
         context_bytes=context_bytes,
         estimated_tokens=estimated_tokens,
     )
-
-
-EventCallback = Callable[[DecisionEvent], None]

@@ -59,7 +59,3 @@ class Ref:
 def is_ref(text: str) -> bool:
     """Whether ``text`` is exactly a canonical reference."""
     return isinstance(text, str) and _REF.fullmatch(text) is not None
-
-
-REF_PATTERN = re.compile(r"artifact://sha256/[0-9a-f]{64}(?![0-9a-fA-F])")
-"""Finds canonical references inside a larger text."""

@@ -97,16 +97,6 @@ def count_tokens(text: str, encoding: str = "o200k_base") -> int | None:
         return None
 
 
-def tokens_of(data: bytes, family: Family | str, *, exact: bool = False) -> int:
-    """Tokens of ``data``: counted by the real tokenizer when ``exact`` and available (text only),
-    else the calibrated estimate of its family."""
-    if exact and Family(family) not in (Family.BINARY,):
-        counted = count_tokens(data.decode("utf-8", "replace"))
-        if counted is not None:
-            return counted
-    return estimate_tokens(len(data), family)
-
-
 _EXACT_MAX = 16 * 1024
 _SAMPLE_SPAN = 4 * 1024
 
