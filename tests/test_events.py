@@ -462,11 +462,14 @@ def test_the_json_lines_sink_writes_one_parseable_object_per_event() -> None:
     stream = io.StringIO()
     memory = ListSink()
 
-    _mixed_run(Reporter([JsonLinesSink(stream), memory]))
+    _mixed_run(Reporter([JsonLinesSink(stream, clock=lambda: 1796049206.25), memory]))
 
     lines = stream.getvalue().splitlines()
     assert len(lines) == len(memory.events)
-    assert [json.loads(line) for line in lines] == [e.as_dict() for e in memory.events]
+    stamped = {"time": "2026-11-30T14:33:26.250Z"}
+    assert [json.loads(line) for line in lines] == [
+        {**stamped, **e.as_dict()} for e in memory.events
+    ]
     assert stream.getvalue().endswith("\n")
 
 

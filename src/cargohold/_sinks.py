@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -28,20 +31,28 @@ class ListSink:
 class JsonLinesSink:
     """Writes one JSON object per event to a text stream, flushed per event.
 
+    Each line is the event's fields plus ``time``, when the sink received it (UTC, ISO 8601): the
+    event itself carries no clock, so that the same decisions give the same events.
+
     Args:
         stream: An open text stream (a file opened for append, ``sys.stderr``...). The caller owns
             it and closes it.
+        clock: Seconds since the epoch; injected in tests.
     """
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], *, clock: Callable[[], float] = time.time) -> None:
         self._stream = stream
+        self._clock = clock
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return "JsonLinesSink()"
 
     def emit(self, event: DecisionEvent) -> None:
-        line = json.dumps(event.as_dict(), separators=(",", ":"), sort_keys=True)
+        moment = dt.datetime.fromtimestamp(self._clock(), tz=dt.UTC)
+        stamp = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        fields: dict[str, str | int | None] = {"time": stamp, **event.as_dict()}
+        line = json.dumps(fields, separators=(",", ":"), sort_keys=True)
         with self._lock:
             self._stream.write(line + "\n")
             self._stream.flush()

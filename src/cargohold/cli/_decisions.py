@@ -323,7 +323,8 @@ def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
         ref = event.get("ref") or "-"
         tool = event.get("tool") or "-"
         click.echo(
-            f"{event.get('sequence', 0):>5}  {event.get('operation', '?'):<9} "
+            f"{event.get('time', '-')!s:<24} {event.get('sequence', 0):>5}  "
+            f"{event.get('operation', '?'):<9} "
             f"{event.get('outcome', '?'):<18} {event.get('reason', '?'):<22} "
             f"{event.get('observed_bytes', 0):>10,}/{event.get('limit_bytes', 0):<10,} "
             f"{tool:<16} {ref}"
