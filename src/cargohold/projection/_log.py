@@ -33,7 +33,14 @@ _STAMP = re.compile(
     r"|(?:\d{2}/\d{2}/\d{2,4} \d{2}:\d{2}:\d{2})|(?:[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2})"
     r"|(?:- \d{10}))"
 )
+_ISO = re.compile(r"(?<![\d-])(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?)")
+"""An ISO time anywhere near the start, for logs whose lines open with a file or host name."""
 _GROUPS_MAX = 400
+
+
+def _stamp(line: str) -> str | None:
+    match = _STAMP.match(line) or _ISO.search(line, 0, 120)
+    return None if match is None else match.group(1)
 
 
 @dataclass(slots=True)
@@ -78,13 +85,10 @@ def project_log(text: str, budget: int) -> str:
                 if len(group.lines) < 4:
                     group.lines.append(number)
         if first_stamp is None:
-            match = _STAMP.match(line)
-            if match:
-                first_stamp = match.group(1)
+            first_stamp = _stamp(line)
     for line in reversed(lines[-50:]):
-        match = _STAMP.match(line)
-        if match:
-            last_stamp = match.group(1)
+        last_stamp = _stamp(line)
+        if last_stamp:
             break
 
     out = Builder(budget)
