@@ -26,7 +26,8 @@ _SEVERITY = {
 }
 _CANON = {"ERR": "ERROR", "WARNING": "WARN"}
 _VARIABLE = re.compile(
-    r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}|\d+(?:[.:/_-]\d+)*|[0-9a-f]{12,}"
+    r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}"
+    r"|(?<![A-Za-z0-9])-?\d+(?:[.:/_-]\d+)*|\d+(?:[.:/_-]\d+)*|[0-9a-f]{12,}"
 )
 _STAMP = re.compile(
     r"^\s*\[?((?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?)|(?:\d{6} \d{6})"
@@ -105,7 +106,8 @@ def project_log(text: str, budget: int) -> str:
     if ordered:
         out.add(
             f"errors and warnings: {sum(g.count for g in ordered):,} lines in {len(ordered):,} "
-            "distinct messages (first occurrence verbatim; # marks varying numbers):",
+            f"distinct message{'s' if len(ordered) != 1 else ''} (first occurrence verbatim; "
+            "# marks varying numbers):",
             reserve=reserve,
         )
     shown = 0
@@ -130,5 +132,48 @@ def project_log(text: str, budget: int) -> str:
             "use grep for them",
             reserve=sum(len(t.encode()) + 1 for t in tail),
         )
+    common = _common_messages(lines)
+    if common:
+        reserve_tail = sum(len(t.encode()) + 1 for t in tail)
+        sampled = len(lines) > _COMMON_SAMPLE
+        scope = f"an even sample of {_COMMON_SAMPLE:,} lines" if sampled else "all lines"
+        if out.add(
+            f"most common messages ({scope}; share, first line, # marks varying numbers):",
+            reserve=reserve_tail + 200,
+        ):
+            for share, first, example in common:
+                entry = f"  {share:.0%} line {first}: {clip(example, 200)}"
+                if not out.add(entry, reserve=reserve_tail):
+                    break
     out.add_all(tail)
     return out.text()
+
+
+_COMMON_SAMPLE = 5_000
+_COMMON_SHOWN = 8
+
+
+def _common_messages(lines: list[str]) -> list[tuple[float, int, str]]:
+    """The most frequent message shapes: (share, first line number, that line), most first.
+
+    A shape is the text after the level (or the whole line) with numbers, ids and addresses
+    folded; counted over every line, or an even sample of 5,000 in longer logs.
+    """
+    if not lines:
+        return []
+    step = max(1, len(lines) // _COMMON_SAMPLE)
+    counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    total = 0
+    for index in range(0, len(lines), step):
+        line = lines[index]
+        match = _LEVEL.search(line, 0, 160)
+        body = line[match.end() :] if match else line
+        shape = _VARIABLE.sub("#", body)[:240]
+        if not shape.strip("# "):
+            continue
+        total += 1
+        counts[shape] += 1
+        first.setdefault(shape, index + 1)
+    picked = [(n / total, first[shape]) for shape, n in counts.most_common(_COMMON_SHOWN) if n > 1]
+    return [(share, number, lines[number - 1]) for share, number in picked]
