@@ -94,30 +94,9 @@ def _open(spec: dict[str, Any], clock: Any = time.time, limits: Any = None) -> A
 
 
 def _writer(spec: dict[str, Any]) -> None:
-    import cargohold
-
     store = _open(spec)
     _barrier()
-    done: list[tuple[Any, str, int]] = []
-    for tenant, user, session, key in shared.writer_plan(spec["worker"], spec["seed"]):
-        scoped = cargohold.ScopedStore(store, cargohold.Scope(tenant, user, session))
-        result = scoped.put(shared.pool_payload(key))
-        done.append((scoped, str(result.ref), key))
-        _emit(
-            op="put",
-            tenant=tenant,
-            user=user,
-            session=session,
-            key=key,
-            ref=str(result.ref),
-            existing=result.existing,
-            blob_written=result.blob_written,
-        )
-    exact = 0
-    for scoped, ref, key in done:
-        got = scoped.read(ref)
-        exact += got.ok and got.data == shared.pool_payload(key)
-    _emit(op="readback", exact=exact, total=len(done))
+    shared.write_plan(store, spec)
     store.close()
 
 

@@ -28,9 +28,12 @@ import math
 import os
 import random
 import select
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 KiB = 1024
@@ -277,6 +280,51 @@ def _gc_pause(spec: dict[str, Any]) -> None:
     _emit(op="gc-done", artifacts=report.artifacts, blobs=report.blobs, paused=paused)
 
 
+def next_line(reader: LineReader, stderr_path: Path, timeout: float) -> dict[str, Any]:
+    """A child's next report line; a child that died or hung fails the test with its stderr."""
+    import pytest
+
+    try:
+        return reader.next(timeout)
+    except (EOFError, TimeoutError) as exc:
+        pytest.fail(f"worker {type(exc).__name__}:\n{stderr_path.read_text()}")
+
+
+def run_together(
+    spawn: Callable[[str, dict[str, Any], Path], subprocess.Popen[bytes]],
+    children: list[tuple[str, dict[str, Any]]],
+    stderr_path: Path,
+    timeout: float,
+) -> list[list[dict[str, Any]]]:
+    """Start every child, release them at once (stdin ``go``), return each one's report lines.
+
+    Every child must exit 0; one that does not fails the test with the children's stderr.
+    """
+    procs = [spawn(mode, spec, stderr_path) for mode, spec in children]
+    try:
+        readers = [LineReader(proc.stdout) for proc in procs]
+        for reader in readers:
+            assert next_line(reader, stderr_path, timeout)["op"] == "ready"
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+        reports = [reader.rest(timeout) for reader in readers]
+        codes = [proc.wait(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=timeout)
+            if proc.stdout is not None:
+                proc.stdout.close()
+    assert codes == [0] * len(procs), stderr_path.read_text()
+    return reports
+
+
 def _barrier() -> None:
     _emit(op="ready")
     if sys.stdin.readline().strip() != "go":
@@ -290,6 +338,15 @@ def _writer(spec: dict[str, Any]) -> None:
     # Opened after the barrier on purpose: several processes opening one store at once is part
     # of what is tested.
     store = cargohold.LocalStore(spec["root"])
+    write_plan(store, spec)
+    store.close()
+
+
+def write_plan(store: Any, spec: dict[str, Any]) -> None:
+    """Put this writer's share of the pool into ``store``, reporting each put, then read every
+    reference back and report how many came back exact. Shared by the PostgreSQL worker."""
+    import cargohold
+
     done: list[tuple[cargohold.ScopedStore, str, int]] = []
     for tenant, user, session, key in writer_plan(spec["worker"], spec["seed"]):
         scoped = cargohold.ScopedStore(store, cargohold.Scope(tenant, user, session))
@@ -310,7 +367,6 @@ def _writer(spec: dict[str, Any]) -> None:
         got = scoped.read(ref)
         exact += got.ok and got.data == pool_payload(key)
     _emit(op="readback", exact=exact, total=len(done))
-    store.close()
 
 
 def _churn(spec: dict[str, Any]) -> None:

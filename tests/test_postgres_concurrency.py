@@ -9,7 +9,6 @@ derives itself, and then checks the store through the public API and the databas
 from __future__ import annotations
 
 import importlib.util
-import signal
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,10 +43,7 @@ Put = tuple[str, str, str, int]
 
 
 def _next(reader: Any, stderr_path: Path) -> dict[str, Any]:
-    try:
-        line: dict[str, Any] = reader.next(TIMEOUT)
-    except (EOFError, TimeoutError) as exc:
-        pytest.fail(f"worker {type(exc).__name__}:\n{stderr_path.read_text()}")
+    line: dict[str, Any] = shared.next_line(reader, stderr_path, TIMEOUT)
     return line
 
 
@@ -55,26 +51,9 @@ def _run_together(
     tmp_path: Path, children: list[tuple[str, dict[str, Any]]]
 ) -> list[list[dict[str, Any]]]:
     """Start every child, release them at once, and return each one's report lines."""
-    stderr_path = tmp_path / "workers.stderr"
-    procs = [worker.spawn(mode, spec, stderr_path) for mode, spec in children]
-    try:
-        readers = [shared.LineReader(proc.stdout) for proc in procs]
-        for reader in readers:
-            assert _next(reader, stderr_path)["op"] == "ready"
-        for proc in procs:
-            proc.stdin.write(b"go\n")
-            proc.stdin.flush()
-        for proc in procs:
-            proc.stdin.close()
-        reports = [reader.rest(TIMEOUT) for reader in readers]
-        codes = [proc.wait(timeout=TIMEOUT) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(timeout=TIMEOUT)
-            proc.stdout.close()
-    assert codes == [0] * len(procs), stderr_path.read_text()
+    reports: list[list[dict[str, Any]]] = shared.run_together(
+        worker.spawn, children, tmp_path / "workers.stderr", TIMEOUT
+    )
     return reports
 
 
