@@ -37,20 +37,28 @@ _TOOL_FILES = (
     ("read_log", "openstack_2k.log", "text/plain"),
     ("fetch_page", "wikipedia_page_large.html", "text/html"),
     ("read_csv", "faa_birdstrikes.csv", "text/csv"),
-    ("git_diff", "pytest_8.0.0_to_8.3.0.diff", "text/x-diff"),
-    ("read_source", "redis_module.c", "text/x-c"),
+    ("git_diff", "cargohold_git_diff.diff", "text/x-diff"),
+    ("read_source", "cargohold_conformance.py.txt", "text/x-python"),
     ("run_tests", "defects4j_closure_failing_tests.txt", "text/plain"),
     ("geo_lookup", "canada_border.geojson", "application/json"),
 )
-_TEXT_FILES = ("pytest_fixtures.py", "mercurial_evolve_docs.html", "hdfs_2k.log", "spark_2k.log")
+_TEXT_FILES = (
+    "cargohold__local.py.txt",
+    "mercurial_evolve_docs.html",
+    "hdfs_2k.log",
+    "spark_2k.log",
+)
+# The code kinds come from the repository's own fixtures (the corpus holds no source code).
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "code"
 
 
 def _corpus(root: Path) -> dict[str, bytes]:
     names = {name for _, name, _ in _TOOL_FILES} | set(_TEXT_FILES)
-    missing = [name for name in names if not (root / name).is_file()]
+    paths = {n: (FIXTURES if n.startswith("cargohold_") else root) / n for n in names}
+    missing = [name for name, path in paths.items() if not path.is_file()]
     if missing:
         raise SystemExit(f"bench.guard: corpus files missing under {root}: {', '.join(missing)}")
-    return {name: (root / name).read_bytes() for name in names}
+    return {name: path.read_bytes() for name, path in paths.items()}
 
 
 def _slice(data: bytes, start: int, size: int) -> str:

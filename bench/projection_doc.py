@@ -1,13 +1,16 @@
 """Regenerate the figures of ``docs/projection.md``: ``python -m bench.projection_doc [--write]``.
 
-For every file of the shared corpus: body bytes, stub bytes (balanced budget), body and stub
-tokens counted with the real o200k tokenizer (bpe-openai), and the projection time (median of 5);
-then one example stub per kind, from the reviewed snapshots. ``--write`` replaces the parts of
+For every file of the shared corpus and every code fixture of the repository's own
+(``tests/fixtures/code``, made from cargohold's history: the corpus holds no source code): body
+bytes, stub bytes (balanced budget), body and stub tokens counted with the real o200k tokenizer
+(bpe-openai), and the projection time (median of 5); then one example stub per kind, from the
+reviewed snapshots. ``--write`` replaces the parts of
 ``docs/projection.md`` between their markers; without it the table is printed.
 """
 
 from __future__ import annotations
 
+import csv
 import statistics
 import sys
 import time
@@ -24,13 +27,21 @@ MEDIA = {
     ".csv": "text/csv",
     ".log": "text/plain",
     ".html": "text/html",
-    ".c": "text/x-c",
-    ".py": "text/x-python",
-    ".diff": "text/x-diff",
     ".txt": "text/plain",
     ".png": "image/png",
     ".pdf": "application/pdf",
 }
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "code"
+
+
+def sources() -> list[tuple[Path, str]]:
+    """Every corpus file and code fixture with its media type, corpus first, each sorted."""
+    found = [(p, MEDIA[p.suffix]) for p in sorted(CORPUS.iterdir()) if p.suffix in MEDIA]
+    with (FIXTURES / "MANIFEST.tsv").open(newline="", encoding="utf-8") as handle:
+        rows = sorted(csv.DictReader(handle, delimiter="\t"), key=lambda row: row["file"])
+    return found + [(FIXTURES / row["file"], row["media_type"]) for row in rows]
 
 
 def table() -> str:
@@ -40,11 +51,8 @@ def table() -> str:
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     totals = [0, 0, 0, 0]
-    for path in sorted(CORPUS.iterdir()):
-        if path.suffix not in MEDIA:
-            continue
+    for path, media in sources():
         data = path.read_bytes()
-        media = MEDIA[path.suffix]
         ref = Ref.of(data)
         times = []
         for _ in range(5):
@@ -77,9 +85,9 @@ EXAMPLES = (
     ("CSV", "faa_birdstrikes.csv"),
     ("Log", "zookeeper_2k.log"),
     ("HTML", "wikipedia_page_large.html"),
-    ("Code", "redis_module.c"),
-    ("Diff", "pytest_8.0.0_to_8.3.0.diff"),
-    ("Search results", "grep_redis_static_decls.txt"),
+    ("Code", "cargohold_conformance.py.txt"),
+    ("Diff", "cargohold_git_diff.diff"),
+    ("Search results", "cargohold_grep_rn.txt"),
     ("Test failures (exact_required)", "defects4j_time_failing_tests.txt"),
     ("Base64 (unsupported)", "geotopo_book.pdf.b64.txt"),
     ("Binary (unsupported)", "torus_render.png"),

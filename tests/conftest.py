@@ -40,7 +40,8 @@ def _no_ambient_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     import os
 
     for name in list(os.environ):
-        if name.startswith("CARGOHOLD_"):
+        # the snapshot switch is the developer's, read by the snapshot tests themselves
+        if name.startswith("CARGOHOLD_") and name != "CARGOHOLD_UPDATE_SNAPSHOTS":
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))

@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cargohold import Budget, ProjectionClass, Ref, Stub, render_stub
+from code_fixtures import CODE_FIXTURES, of_kind
 
 CORPUS = Path(__file__).parents[1] / ".." / "shared" / "corpus"
 BUDGETS = [Budget.LIGHT, Budget.BALANCED]
@@ -369,30 +370,45 @@ def test_c_outline_lists_functions_structs_and_counts_defines() -> None:
 
 
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: b.label)
-def test_corpus_code_previews_keep_every_top_level_python_definition_and_the_last_line(
-    budget: Budget,
+@pytest.mark.parametrize("name", of_kind("code"))
+def test_code_fixture_previews_keep_every_top_level_python_definition_and_the_last_line(
+    name: str, budget: Budget
 ) -> None:
-    data = corpus("pytest_fixtures.py")
+    data = CODE_FIXTURES[name].read()
     tree = ast.parse(data)
 
     text = preview(data, "text/x-python", budget)
 
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef):
-            assert f"{node.lineno}: " in text
-            assert node.name in text
+    kinds = ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+    definitions = [n for n in tree.body if isinstance(n, kinds)]
+    assert f"({len(definitions)} at top level)" in text
+    gaps = [
+        (int(m[2].replace(",", "")), int(m[3].replace(",", "")), int(m[1].replace(",", "")))
+        for m in re.finditer(r"\.\.\. ([\d,]+) more between lines ([\d,]+) and ([\d,]+)", text)
+    ]
+    listed = 0
+    for node in definitions:
+        if re.search(rf"^ *{node.lineno}: .*\b{re.escape(node.name)}\b", text, re.M):
+            listed += 1
+        else:  # left out, but inside a stated gap
+            assert any(start <= node.lineno <= end for start, end, _ in gaps), node.name
+    assert listed + sum(count for _, _, count in gaps) == len(definitions)
+    if budget is Budget.BALANCED:
+        assert listed >= len(definitions) // 2
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1].decode()
     assert text.splitlines()[-1].endswith(last)
 
 
-def test_corpus_c_preview_states_the_line_count_and_ends_with_the_last_lines() -> None:
-    data = corpus("redis_module.c")
+@pytest.mark.parametrize("name", of_kind("code"))
+def test_code_fixture_light_preview_states_the_line_count_and_ends_with_the_last_lines(
+    name: str,
+) -> None:
+    data = CODE_FIXTURES[name].read()
 
-    text = preview(data, "text/x-c", Budget.LIGHT)
+    text = preview(data, "text/x-python", Budget.LIGHT)
 
     lines = data.count(b"\n")
-    assert f"code (c): {lines:,} lines" in text
-    assert "more between lines" in text
+    assert f"code (python): {lines:,} lines" in text
     for line in data.rstrip(b"\n").rsplit(b"\n", 3)[-3:]:
         assert line.decode().rstrip() in text
 
@@ -452,16 +468,40 @@ def test_git_log_p_preview_names_the_first_and_last_commits_and_adds_up_files() 
     assert f"  app.py +{sum(range(1, 6))} -{sum(range(5))} (5 hunks, 5 commits)" in text
 
 
-@pytest.mark.parametrize("name", ["pytest_8.0.0_to_8.3.0.diff", "flask_git_log_p_2000.diff"])
+def _changed_lines(data: bytes) -> tuple[int, int]:
+    """Added and removed lines of a unified diff, counted by each hunk's own header (so a removed
+    line that reads ``--- x`` inside a hunk is a removed line, not a file header)."""
+    added = removed = old = new = 0
+    for line in data.split(b"\n"):
+        if old > 0 or new > 0:
+            mark = line[:1]
+            if mark == b"-":
+                removed, old = removed + 1, old - 1
+            elif mark == b"+":
+                added, new = added + 1, new - 1
+            elif mark != b"\\":  # "\ No newline at end of file" belongs to no side
+                old, new = old - 1, new - 1
+            continue
+        header = re.match(rb"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@", line)
+        if header:
+            old = int(header.group(1) if header.group(1) is not None else 1)
+            new = int(header.group(2) if header.group(2) is not None else 1)
+    return added, removed
+
+
+@pytest.mark.parametrize("name", of_kind("diff"))
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: b.label)
-def test_corpus_diff_previews_account_for_every_changed_file(name: str, budget: Budget) -> None:
-    data = corpus(name)
+def test_diff_fixture_previews_account_for_every_changed_file_and_line(
+    name: str, budget: Budget
+) -> None:
+    data = CODE_FIXTURES[name].read()
     changed = set(re.findall(rb"^diff --git a/\S+ b/(\S+)$", data, re.M))
     commits = len(re.findall(rb"^commit [0-9a-f]{40}$", data, re.M))
+    added, removed = _changed_lines(data)
 
     text = preview(data, "text/x-diff", budget)
 
-    assert f"diff: {len(changed):,} files changed" in text
+    assert f"diff: {len(changed):,} files changed, +{added:,} -{removed:,} lines" in text
     listed = [line for line in text.splitlines() if re.match(r"  \S+ \+[\d,]+ -[\d,]+ \(", line)]
     assert all(line.split()[0].encode() in changed for line in listed)
     more = re.search(r"\.\.\. ([\d,]+) more files", text)
@@ -515,11 +555,15 @@ def test_search_preview_counts_matches_per_file_and_shows_the_first_and_last(
     assert text.splitlines()[-1] == f"last match: {path}:{number}: {rest.strip()}"
 
 
-def test_corpus_grep_preview_counts_every_match_and_file() -> None:
-    data = corpus("grep_redis_static_decls.txt")
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: b.label)
+@pytest.mark.parametrize("name", of_kind("search"))
+def test_grep_fixture_preview_counts_every_match_distinct_path_and_the_busiest_path(
+    name: str, budget: Budget
+) -> None:
+    data = CODE_FIXTURES[name].read()
     matches = re.findall(rb"^([^:\n]+):\d+:", data, re.M)
 
-    text = preview(data, "text/plain", Budget.LIGHT)
+    text = preview(data, "text/plain", budget)
 
     assert f"search results: {len(matches):,} matches in {len(set(matches)):,} files" in text
     top, count = Counter(matches).most_common(1)[0]
@@ -807,11 +851,6 @@ CORPUS_KINDS = {
     "wikipedia_page_large.html": "html",
     "mercurial_evolve_docs.html": "html",
     "yahoo_news_article.html": "html",
-    "redis_module.c": "code",
-    "pytest_fixtures.py": "code",
-    "grep_redis_static_decls.txt": "search",
-    "flask_git_log_p_2000.diff": "diff",
-    "pytest_8.0.0_to_8.3.0.diff": "diff",
     "defects4j_closure_failing_tests.txt": "failure",
     "defects4j_mockito_failing_tests.txt": "failure",
     "defects4j_time_failing_tests.txt": "failure",
@@ -822,16 +861,20 @@ CORPUS_KINDS = {
 
 
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: b.label)
-@pytest.mark.parametrize("name", sorted(CORPUS_KINDS))
-def test_every_corpus_file_gets_its_own_projector_and_its_end_is_represented(
+@pytest.mark.parametrize("name", sorted(CORPUS_KINDS) + sorted(CODE_FIXTURES))
+def test_every_corpus_file_and_code_fixture_gets_its_own_projector_and_its_end_is_represented(
     name: str, budget: Budget
 ) -> None:
-    data = corpus(name)
+    if name in CODE_FIXTURES:
+        fixture = CODE_FIXTURES[name]
+        data, media_type, kind = fixture.read(), fixture.media_type, fixture.kind
+    else:
+        data, media_type, kind = corpus(name), MEDIA[Path(name).suffix], CORPUS_KINDS[name]
 
-    stub = stub_of(data, MEDIA[Path(name).suffix], budget)
+    stub = stub_of(data, media_type, budget)
 
     found = stub.projection
-    assert found.kind == CORPUS_KINDS[name]
+    assert found.kind == kind
     last_line = found.preview.splitlines()[-1]
     if found.kind in ("binary", "base64"):
         tail = data if found.kind == "binary" else base64.b64decode(data)
