@@ -177,6 +177,22 @@ def test_a_blob_owned_by_another_user_is_refused(local_store: LocalStore) -> Non
     assert [(f.kind, f.digest) for f in local_store.verify()] == [("corrupt", ref.digest)]
 
 
+def test_a_blob_the_current_user_does_not_own_is_refused_without_root(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scoped, ref = _stored(local_store, b"mine")
+    assert scoped.read(ref).outcome is ReadOutcome.RESOLVED
+    # Only root can give a file away; instead the process looks like another user to the
+    # store, which makes the blob's real owner the foreign one.
+    owner = local_store.blob_path_for_tests(ALICE.tenant, ref).stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 4242)
+
+    for result in (scoped.read(ref), scoped.read(ref, start=1, end=3)):
+        assert result.outcome is ReadOutcome.STALE
+        assert result.data is None
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("corrupt", ref.digest)]
+
+
 @pytest.mark.parametrize("change", [b"", b"extra"], ids=["truncated", "appended"])
 def test_a_blob_of_the_wrong_size_is_stale(local_store: LocalStore, change: bytes) -> None:
     data = b"sized" * 100
@@ -195,6 +211,47 @@ def test_a_vanished_blob_is_stale_and_verify_reports_it_missing(local_store: Loc
     assert scoped.read(ref).outcome is ReadOutcome.STALE
     assert [(f.kind, f.digest) for f in local_store.verify()] == [("missing_blob", ref.digest)]
     assert [r.ref for r in scoped.artifacts()] == [ref]
+
+
+def test_verify_reports_a_chunk_digest_that_does_not_match(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    data = bytes(range(256)) * (3 * CHUNK // 256)
+    scoped, ref = _stored(local_store, data)
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        (chunks,) = db.execute(
+            "SELECT chunks FROM blobs WHERE digest = ?", (ref.digest,)
+        ).fetchone()
+        assert len(chunks) == 3 * 32
+        # One byte of the second chunk's recorded digest flipped; the blob itself is intact.
+        tampered = chunks[:32] + bytes([chunks[32] ^ 0xFF]) + chunks[33:]
+        db.execute("UPDATE blobs SET chunks = ? WHERE digest = ?", (tampered, ref.digest))
+        db.commit()
+
+    assert scoped.read(ref).data == data  # the bytes still match the reference's digest
+    assert scoped.read(ref, start=CHUNK, end=CHUNK + 1).outcome is ReadOutcome.STALE
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("corrupt", ref.digest)]
+
+
+def test_verify_reports_a_record_whose_blob_row_is_gone_and_keeps_both(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    data = b"a record without its blob row"
+    scoped, ref = _stored(local_store, data)
+    # The store enforces the foreign key on its own connection; a plain connection does not,
+    # like any tool that edits the index behind the store's back.
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        db.execute("DELETE FROM blobs WHERE digest = ?", (ref.digest,))
+        db.commit()
+
+    findings = local_store.verify()
+
+    assert sorted((f.kind, f.digest) for f in findings) == [
+        ("missing_blob", ref.digest),
+        ("orphan", ref.digest),  # the file is still there, and no blob row names it now
+    ]
+    assert [r.ref for r in scoped.artifacts()] == [ref]
+    assert local_store.blob_path_for_tests(ALICE.tenant, ref).read_bytes() == data
 
 
 # -- verify and gc over entries the store did not make --------------------------------------

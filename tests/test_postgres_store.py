@@ -435,6 +435,47 @@ def _reporting(target: Any, errors: list[BaseException]) -> Any:
     return run
 
 
+# -- verify over damage the conformance harness cannot make ---------------------------------------
+
+CHUNK = 64 * 1024
+
+
+def test_verify_reports_a_chunk_digest_that_does_not_match(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    data = bytes(range(256)) * (3 * CHUNK // 256)
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(data).ref
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        (chunks,) = conn.execute(
+            "SELECT chunks FROM cargohold.blobs WHERE digest = %s", (ref.digest,)
+        ).fetchone()
+        assert len(chunks) == 3 * 32
+        # One byte of the second chunk's recorded digest flipped; the blob itself is intact.
+        tampered = chunks[:32] + bytes([chunks[32] ^ 0xFF]) + chunks[33:]
+        conn.execute(
+            "UPDATE cargohold.blobs SET chunks = %s WHERE digest = %s", (tampered, ref.digest)
+        )
+
+    assert scoped.read(ref).data == data  # the bytes still match the reference's digest
+    assert scoped.read(ref, start=CHUNK, end=CHUNK + 1).outcome is ReadOutcome.STALE
+    assert [(f.kind, f.digest) for f in store.verify()] == [("corrupt", ref.digest)]
+
+
+def test_verify_reports_a_record_whose_blob_row_is_gone_and_keeps_the_record(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(b"a record without its blob row").ref
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        # A replica session skips the foreign key's triggers, as a restore of one table could.
+        conn.execute("SET session_replication_role = replica")
+        conn.execute("DELETE FROM cargohold.blobs WHERE digest = %s", (ref.digest,))
+
+    assert [(f.kind, f.digest) for f in store.verify()] == [("missing_blob", ref.digest)]
+    assert [r.ref for r in scoped.artifacts()] == [ref]
+
+
 # -- cargohold db ---------------------------------------------------------------------------------
 
 

@@ -48,6 +48,7 @@ if _typing.TYPE_CHECKING:
         Sink,
     )
     from cargohold._facade import ScopedStore
+    from cargohold._hold import Hold, open
     from cargohold._offload import HEAVY_THRESHOLD, Offloader, OffloadResult
     from cargohold._records import (
         ArtifactRecord,
@@ -68,6 +69,7 @@ if _typing.TYPE_CHECKING:
     from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
     from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
     from cargohold._tokens import estimate_tokens
+    from cargohold._tools import ReadToolset, ToolAnswer, ToolSpec
     from cargohold.guard import (
         ContextLeakError,
         ContextWindowExceededError,
@@ -97,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "Guard": "cargohold.guard",
     "GuardOutcome": "cargohold._events",
     "HEAVY_THRESHOLD": "cargohold._offload",
+    "Hold": "cargohold._hold",
     "InvalidReferenceError": "cargohold._errors",
     "InvalidScopeError": "cargohold._errors",
     "JsonLinesSink": "cargohold._sinks",
@@ -118,6 +121,7 @@ _EXPORTS: dict[str, str] = {
     "ReadOutcome": "cargohold._records",
     "ReadResult": "cargohold._records",
     "ReadTools": "cargohold._stub",
+    "ReadToolset": "cargohold._tools",
     "Reason": "cargohold._events",
     "Ref": "cargohold._ref",
     "RehydrateOutcome": "cargohold._events",
@@ -138,6 +142,8 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "cargohold._errors",
     "StoreUnavailableError": "cargohold._errors",
     "Stub": "cargohold._stub",
+    "ToolAnswer": "cargohold._tools",
+    "ToolSpec": "cargohold._tools",
     "StubInfo": "cargohold._stub",
     "Usage": "cargohold._records",
     "UsageError": "cargohold._errors",
@@ -145,6 +151,7 @@ _EXPORTS: dict[str, str] = {
     "guard_anthropic": "cargohold.guard",
     "guard_openai": "cargohold.guard",
     "load_settings": "cargohold._config",
+    "open": "cargohold._hold",
     "open_store": "cargohold.store",
     "parse_segment": "cargohold._segment",
     "parse_stub": "cargohold._stub",
@@ -169,6 +176,7 @@ __all__ = [
     "GcReport",
     "Guard",
     "GuardOutcome",
+    "Hold",
     "InvalidReferenceError",
     "InvalidScopeError",
     "JsonLinesSink",
@@ -190,6 +198,7 @@ __all__ = [
     "ReadOutcome",
     "ReadResult",
     "ReadTools",
+    "ReadToolset",
     "Reason",
     "Ref",
     "RehydrateOutcome",
@@ -211,12 +220,15 @@ __all__ = [
     "StoreUnavailableError",
     "Stub",
     "StubInfo",
+    "ToolAnswer",
+    "ToolSpec",
     "Usage",
     "UsageError",
     "estimate_tokens",
     "guard_anthropic",
     "guard_openai",
     "load_settings",
+    "open",
     "open_store",
     "parse_segment",
     "parse_stub",

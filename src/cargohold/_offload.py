@@ -109,9 +109,11 @@ class Offloader:
 
     Args:
         store: The scoped store the bytes go to (a real store: there is no no-op).
-        threshold: The heavy threshold in bytes (at or above: offloaded).
-        tool_thresholds: Per-tool thresholds, lower or higher than the global one.
-        budget: The default stub budget.
+        threshold: The heavy threshold in bytes (at or above: offloaded); when omitted, the
+            configured one (``CARGOHOLD_HEAVY_THRESHOLD``, the configuration file, 32 KiB).
+        tool_thresholds: Per-tool thresholds, lower or higher than the global one (configured
+            when omitted).
+        budget: The default stub budget (configured when omitted; ``balanced`` by default).
         reporter: Where decision events go; ``None`` reports nothing.
         read_tools: The read tool names the surface offers, named in every stub.
         ttl: Seconds to keep offloaded bytes; the store's default when ``None``.
@@ -121,18 +123,27 @@ class Offloader:
         self,
         store: ScopedStore,
         *,
-        threshold: int = HEAVY_THRESHOLD,
+        threshold: int | None = None,
         tool_thresholds: Mapping[str, int] | None = None,
-        budget: Budget | str = Budget.BALANCED,
+        budget: Budget | str | None = None,
         reporter: Reporter | None = None,
         read_tools: ReadTools = DEFAULT_READ_TOOLS,
         ttl: float | None = None,
     ) -> None:
         if not isinstance(store, ScopedStore):
             raise UsageError("an Offloader needs a cargohold.ScopedStore")
+        if threshold is None or tool_thresholds is None or budget is None:
+            from cargohold._config import load_settings  # what was not given is configured
+
+            settings = load_settings()
+            threshold = settings.heavy_threshold if threshold is None else threshold
+            tool_thresholds = (
+                settings.tool_thresholds if tool_thresholds is None else tool_thresholds
+            )
+            budget = settings.budget if budget is None else budget
         self._store = store
         self._threshold = _check_threshold(threshold)
-        self._tool_thresholds = {k: _check_threshold(v) for k, v in (tool_thresholds or {}).items()}
+        self._tool_thresholds = {k: _check_threshold(v) for k, v in tool_thresholds.items()}
         self._budget = Budget.parse(budget)
         self._reporter = reporter
         self._read_tools = read_tools

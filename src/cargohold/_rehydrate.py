@@ -70,6 +70,13 @@ class RehydrateResult:
             (``over_budget``); 0 when nothing was read.
         budget: The byte budget applied.
         event: The decision's event: the very instance the reporter received.
+        start: First byte of the body the answer covers (byte and line reads), when resolved.
+        end: The byte after the last one it covers: the answer is body bytes ``[start, end)``.
+        size: The body's total size in bytes, when its record was found.
+        encoding: ``utf-8`` (the answer is the body's own text) or ``base64`` (binary bytes).
+        fit: A range that fits the budget, when the answer was ``over_budget``: ``(offset,
+            length)`` in bytes for :meth:`Rehydrator.read`, ``(start_line, end_line)`` for
+            :meth:`Rehydrator.read_lines`.
     """
 
     outcome: RehydrateOutcome
@@ -81,6 +88,11 @@ class RehydrateResult:
     answer_bytes: int
     budget: int
     event: DecisionEvent
+    start: int | None = None
+    end: int | None = None
+    size: int | None = None
+    encoding: str = "utf-8"
+    fit: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -123,7 +135,8 @@ class Rehydrator:
     Args:
         store: The scoped store to read from (its scope is the owner check).
         reporter: Where decision events go; ``None`` reports nothing.
-        default_budget: Budget of a read that names none (16 KiB).
+        default_budget: Budget of a read that names none; when omitted, the configured
+            ``read_budget`` (``CARGOHOLD_READ_BUDGET``, the configuration file, 16 KiB).
     """
 
     def __init__(
@@ -131,10 +144,14 @@ class Rehydrator:
         store: ScopedStore,
         *,
         reporter: Reporter | None = None,
-        default_budget: int = DEFAULT_READ_BUDGET,
+        default_budget: int | None = None,
     ) -> None:
         if not isinstance(store, ScopedStore):
             raise UsageError("a Rehydrator needs a cargohold.ScopedStore")
+        if default_budget is None:
+            from cargohold._config import load_settings  # the configured read budget
+
+            default_budget = load_settings().read_budget
         self._store = store
         self._reporter = reporter
         self._default_budget = _check_budget(default_budget)
@@ -153,32 +170,51 @@ class Rehydrator:
         answer: str | None = None,
         span: str | None = None,
         answer_bytes: int = 0,
+        start: int | None = None,
+        end: int | None = None,
+        size: int | None = None,
+        encoding: str = "utf-8",
+        fit: tuple[int, int] | None = None,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
         reason = _REASONS[outcome]
         segment = None if answer is None else render_segment(ref, span or "", answer, budget)
-        size = utf8_len(answer) if answer is not None else answer_bytes
+        answer_size = utf8_len(answer) if answer is not None else answer_bytes
         event = record(
             self._reporter,
             Operation.REHYDRATE,
             rehydrate_outcome,
             ContentKind.RECOVERED_CONTEXT,
             reason,
-            observed_bytes=size,
+            observed_bytes=answer_size,
             limit_bytes=budget,
             ref=str(ref),
             context_bytes=0 if segment is None else utf8_len(segment),
-            estimated_tokens=estimate_tokens(size),
+            estimated_tokens=estimate_tokens(answer_size),
         )
         return RehydrateResult(
-            rehydrate_outcome, reason, ref, segment, answer, span, size, budget, event
+            rehydrate_outcome,
+            reason,
+            ref,
+            segment,
+            answer,
+            span,
+            answer_size,
+            budget,
+            event,
+            start=start if answer is not None else None,
+            end=end if answer is not None else None,
+            size=size,
+            encoding=encoding,
+            fit=fit,
         )
 
     def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None]:
         """Read and verify a whole body for line, grep and query answers (any size)."""
         result = self._store.read(ref)
         if result.outcome is not ReadOutcome.RESOLVED:
-            return result, self._decide(ref, result.outcome, budget)
+            size = None if result.record is None else result.record.size
+            return result, self._decide(ref, result.outcome, budget, size=size)
         return result, None
 
     # -- reads ----------------------------------------------------------------------------
@@ -205,29 +241,50 @@ class Rehydrator:
         end = None if length is None else offset + length
         result = self._store.read(ref, start=offset, end=end, max_bytes=limit)
         if result.outcome is ReadOutcome.OVER_BUDGET and result.record is not None:
-            stop = result.record.size if end is None else min(end, result.record.size)
+            size = result.record.size
+            stop = size if end is None else min(end, size)
             return self._decide(
-                ref, result.outcome, limit, answer_bytes=max(0, stop - result.start)
+                ref,
+                result.outcome,
+                limit,
+                answer_bytes=max(0, stop - result.start),
+                size=size,
+                fit=(result.start, limit),
             )
         if (
             result.outcome is not ReadOutcome.RESOLVED
             or result.data is None
             or result.record is None
         ):
-            return self._decide(ref, result.outcome, limit)
+            known = None if result.record is None else result.record.size
+            return self._decide(ref, result.outcome, limit, size=known)
         size = result.record.size
         sliced = _text_slice(result.data, result.start)
         if sliced is not None:
             text, first, last = sliced
+            span = f"bytes {first}-{last} of {size}"
             return self._decide(
-                ref, result.outcome, limit, answer=text, span=f"bytes {first}-{last} of {size}"
+                ref, result.outcome, limit, answer=text, span=span, start=first, end=last, size=size
             )
         encoded = base64.b64encode(result.data).decode("ascii")
         if len(encoded) > limit:
-            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=len(encoded))
+            fit = (result.start, max(1, limit // 4 * 3))  # base64 turns 3 bytes into 4
+            return self._decide(
+                ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=len(encoded), size=size, fit=fit
+            )
         last = result.start + len(result.data)
         span = f"bytes {result.start}-{last} of {size}, base64"
-        return self._decide(ref, result.outcome, limit, answer=encoded, span=span)
+        return self._decide(
+            ref,
+            result.outcome,
+            limit,
+            answer=encoded,
+            span=span,
+            start=result.start,
+            end=last,
+            size=size,
+            encoding="base64",
+        )
 
     def read_lines(
         self,
@@ -247,15 +304,37 @@ class Rehydrator:
         result, refused = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
-        lines = _split_lines(result.data.decode("utf-8", "replace"))
-        stop = len(lines) if end is None else min(end, len(lines))
-        text = "".join(lines[start - 1 : stop])
+        data = result.data
+        total = len(data)
+        count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        stop = count if end is None else min(end, count)
+        first = min(start, stop + 1)
+        begin = _line_offset(data, first)
+        finish = _line_offset(data, stop + 1)
+        text = data[begin:finish].decode("utf-8", "replace")
         size = utf8_len(text)
         if size > limit:
-            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=size)
-        first = min(start, stop + 1)
-        span = f"lines {first}-{stop} of {len(lines)}"
-        return self._decide(ref, result.outcome, limit, answer=text, span=span)
+            cut = data.rfind(b"\n", begin, begin + limit)  # the last whole line that fits
+            fitting = data.count(b"\n", begin, cut + 1) if cut >= 0 else 0
+            return self._decide(
+                ref,
+                ReadOutcome.OVER_BUDGET,
+                limit,
+                answer_bytes=size,
+                size=total,
+                fit=(first, first + max(fitting, 1) - 1),
+            )
+        span = f"lines {first}-{stop} of {count}"
+        return self._decide(
+            ref,
+            result.outcome,
+            limit,
+            answer=text,
+            span=span,
+            start=begin,
+            end=finish,
+            size=total,
+        )
 
     def grep(
         self,
@@ -293,31 +372,33 @@ class Rehydrator:
         matched = 0
         reserve = 120  # room for the closing count line
         text_lines = _split_lines(result.data.decode("utf-8", "replace"))
-        for number, line in enumerate((line.rstrip("\n") for line in text_lines), 1):
+        offset = 0  # byte offset of the current line in the body
+        for number, raw_line in enumerate(text_lines, 1):
+            line = raw_line.rstrip("\n")
+            line_start, offset = offset, offset + utf8_len(raw_line)
             found = regex.search(line)
             if found is None:
                 continue
             matched += 1
             if len(shown) >= max_matches:
                 continue
-            if len(line) > MAX_LINE_PREVIEW:
-                begin = max(0, found.start() - MAX_LINE_PREVIEW // 2)
-                window = line[begin : begin + MAX_LINE_PREVIEW]
-                line = f"[col {begin + 1}] {window} [... line of {len(line):,} chars]"
-            entry = f"{number}: {line}\n"
-            cost = utf8_len(entry)
-            if used + cost + reserve > limit:
-                max_matches = len(shown)  # budget reached: keep counting, stop showing
-                continue
-            shown.append(entry)
-            used += cost
-        footer = f"[{matched} matching lines; {len(shown)} shown]"
+            if len(line) <= MAX_LINE_PREVIEW:
+                entries = [f"{number}: {line}\n"]
+            else:  # one excerpt per match (minified JSON, base64), each with its byte offset
+                entries = _excerpts(regex, line, number, line_start, max_matches - len(shown))
+            for entry in entries:
+                cost = utf8_len(entry)
+                if used + cost + reserve > limit:
+                    max_matches = len(shown)  # budget reached: keep counting, stop showing
+                    break
+                shown.append(entry)
+                used += cost
+        noun = "matching line" if matched == 1 else "matching lines"
+        footer = f"[{matched} {noun}; {len(shown)} shown]"
         text = "".join(shown) + footer
         if utf8_len(text) > limit:  # a budget too small even for the count line
             return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text))
-        return self._decide(
-            ref, result.outcome, limit, answer=text, span=f"grep {matched} matching lines"
-        )
+        return self._decide(ref, result.outcome, limit, answer=text, span=f"grep {matched} {noun}")
 
     def query(
         self, ref: Ref | str, expression: str, *, budget: int | None = None
@@ -404,6 +485,57 @@ class Rehydrator:
 
     def _budget(self, budget: int | None) -> int:
         return self._default_budget if budget is None else _check_budget(budget)
+
+
+_EXCERPT = MAX_LINE_PREVIEW // 2
+
+
+def _excerpts(regex: Any, line: str, number: int, line_start: int, most: int) -> list[str]:
+    """Bounded excerpts around the matches of one very long line, each naming its byte offset
+    in the body, so ``artifact_read(ref, offset, length)`` reaches the match itself."""
+    entries: list[str] = []
+    at, seen = line_start, 0  # byte offset of line[seen:], advanced match by match
+    for found in regex.finditer(line):
+        if len(entries) >= most:
+            break
+        at += utf8_len(line[seen : found.start()])
+        seen = found.start()
+        begin = max(0, found.start() - _EXCERPT // 2)
+        window = line[begin : max(found.end(), begin + _EXCERPT)][:MAX_LINE_PREVIEW]
+        entries.append(f"{number}: [byte {at}; line of {len(line):,} chars] ...{window}...\n")
+    return entries
+
+
+def _line_offset(data: bytes, line: int) -> int:
+    """The byte offset where 1-based ``line`` begins (``len(data)`` past the last line).
+
+    Newlines are counted a mebibyte at a time, then by halving inside one: a few C-speed scans
+    instead of a Python loop over every line of a multi-million-line body.
+    """
+    wanted = line - 1  # newlines before the line
+    if wanted <= 0:
+        return 0
+    pos, step, total = 0, 1 << 20, len(data)
+    while pos < total:
+        found = data.count(b"\n", pos, pos + step)
+        if found >= wanted:
+            break
+        wanted -= found
+        pos += step
+    else:
+        return total
+    low, high = pos, min(pos + step, total)
+    while high - low > 4096:
+        middle = (low + high) // 2
+        found = data.count(b"\n", low, middle)
+        if found >= wanted:
+            high = middle
+        else:
+            wanted -= found
+            low = middle
+    for _ in range(wanted):
+        low = data.index(b"\n", low) + 1
+    return low
 
 
 def _split_lines(text: str) -> list[str]:

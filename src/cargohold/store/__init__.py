@@ -54,16 +54,26 @@ def open_store(
     """Open the store a URL names.
 
     Args:
-        url: ``memory://``; a path or ``file://`` URL for the local backend; ``None`` or ``""``
-            for the embedded default (local, under the XDG cache directory); ``postgresql://``
-            or ``postgres://`` for the PostgreSQL backend (``cargohold[postgres]``).
-        limits: Store limits; defaults when omitted.
+        url: ``memory://``; a path or ``file://`` URL for the local backend; ``""`` for the
+            embedded default (local, under the XDG cache directory); ``postgresql://`` or
+            ``postgres://`` for the PostgreSQL backend (``cargohold[postgres]``). ``None``: the
+            configured store (``CARGOHOLD_STORE``, then ``store`` in ``cargohold.toml`` or
+            ``[tool.cargohold]``, else the embedded default), as the CLI resolves it.
+        limits: Store limits; when omitted, the configured limits (with ``url=None``) or the
+            defaults.
         clock: Source of "now" for TTLs.
 
     Raises:
-        ConfigError: an unknown scheme, or a PostgreSQL URL without psycopg installed.
+        ConfigError: an unknown scheme, a bad configuration, or a PostgreSQL URL without
+            psycopg installed.
     """
-    if url is None or url == "":
+    if url is None:
+        from cargohold._config import load_settings
+
+        settings = load_settings()
+        url = settings.store or ""
+        limits = settings.limits if limits is None else limits
+    if url == "":
         return LocalStore(None, limits=limits, clock=clock)
     if isinstance(url, os.PathLike):
         return LocalStore(url, limits=limits, clock=clock)

@@ -1,0 +1,521 @@
+"""The front door: one object for one owner scope, sync and async.
+
+``cargohold.open()`` resolves the configuration exactly as the CLI does (explicit arguments >
+``CARGOHOLD_*`` > ``cargohold.toml`` / ``[tool.cargohold]`` > defaults), opens the store, and
+returns a :class:`Hold`: offload, the reads, the read tools as data, the edge guard and the run
+summary, bound to one scope. Deriving a hold for another session, task or agent (a LangGraph
+``thread_id``, an Agents SDK session, an MCP session) is one cheap call that shares the store's
+connections, the worker pool and the settings.
+
+Thread safety: a :class:`Hold` and everything it holds may be used from many threads at once
+(the store backends serialize or pool their connections; reporters and the run summary lock).
+Async: every offload and read verb has an ``a``-prefixed twin that runs the synchronous verb on a
+bounded worker pool shared by the hold and all it derives, so the event loop never waits on a
+disk, a database or a projection. The tokenizer that counts stub tokens loads once per process,
+on the pool; :meth:`Hold.warmup` loads it at start for servers that want no first-call delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
+
+from cargohold._config import Settings, load_settings
+from cargohold._errors import UsageError
+from cargohold._events import Reporter, Sink
+from cargohold._facade import ScopedStore, as_ref
+from cargohold._offload import Offloader, OffloadResult
+from cargohold._records import ReadResult, Sensitivity
+from cargohold._ref import Ref
+from cargohold._rehydrate import RehydrateResult, Rehydrator
+from cargohold._scope import Scope
+from cargohold._sinks import RunSummary
+from cargohold._stub import Budget
+from cargohold._tools import ReadToolset, ToolAnswer
+
+if TYPE_CHECKING:
+    from cargohold.guard import Guard, GuardReport
+    from cargohold.store import StoreBackend
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DEFAULT_WORKERS = 4
+"""Threads of the async worker pool. The store serializes its own writes; more threads than
+this only contend for the GIL with the event loop while projections run."""
+
+
+class _Shared:
+    """What a hold shares with every hold derived from it: the store, the pool, the settings."""
+
+    __slots__ = ("_lock", "_pool", "closed", "max_workers", "owns_store", "settings", "store")
+
+    def __init__(
+        self, store: StoreBackend, settings: Settings, *, owns_store: bool, max_workers: int
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.owns_store = owns_store
+        self.max_workers = max_workers
+        self.closed = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self.closed:
+                raise UsageError("this cargohold Hold is closed")
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="cargohold")
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if self.owns_store:
+            self.store.close()
+
+
+def open(  # cargohold.open(), like tarfile.open and shelve.open
+    store: str | os.PathLike[str] | StoreBackend | None = None,
+    *,
+    tenant: str | None = None,
+    user: str | None = None,
+    session: str | None = None,
+    task: str | None = None,
+    worker: str | None = None,
+    agent: str | None = None,
+    sinks: Iterable[Sink] = (),
+    threshold: int | None = None,
+    tool_thresholds: Mapping[str, int] | None = None,
+    budget: Budget | str | None = None,
+    read_budget: int | None = None,
+    ttl: float | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    max_workers: int = DEFAULT_WORKERS,
+) -> Hold:
+    """Open a store and return the :class:`Hold` of one owner scope.
+
+    Every argument left ``None`` comes from ``CARGOHOLD_*``, then the configuration file, then
+    the defaults; the same resolution as the CLI.
+
+    Args:
+        store: A store URL (``memory://``, a path, ``file://``, ``postgresql://``), an open
+            :class:`~cargohold.store.StoreBackend` (the hold then does not close it), or
+            ``None`` for the configured store (the embedded local store by default).
+        tenant: The owner's tenant (a hard partition).
+        user: The owner's user.
+        session: The owner's session (a run, a thread, a conversation).
+        task: Attribution: the task, stored with each artifact.
+        worker: Attribution: the worker.
+        agent: This agent's id in events (an attribution label, not an identity).
+        sinks: Where decision events go, besides the hold's run summary.
+        threshold: The heavy threshold in bytes (32 KiB by default).
+        tool_thresholds: Per-tool heavy thresholds.
+        budget: The stub budget (``light``, ``balanced``, ``strong``, ``max``).
+        read_budget: Default byte budget of a model-facing read (16 KiB; at most 1 MiB).
+        ttl: Seconds to keep offloaded bytes (the store's default when omitted).
+        config_file: A configuration file to read instead of searching for one.
+        max_workers: Threads of the async worker pool.
+
+    Raises:
+        ConfigError: a bad configuration value or store URL.
+        InvalidScopeError: a scope part that is empty or malformed.
+    """
+    overrides: dict[str, Any] = {
+        "tenant": tenant,
+        "user": user,
+        "session": session,
+        "heavy_threshold": threshold,
+        "tool_thresholds": None if tool_thresholds is None else dict(tool_thresholds),
+        "budget": None if budget is None else Budget.parse(budget).label,
+        "read_budget": read_budget,
+    }
+    if isinstance(store, str | os.PathLike):
+        overrides["store"] = os.fspath(store)
+    settings = load_settings(overrides, config_file=config_file)
+    if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+        raise UsageError("max_workers must be a positive integer")
+    if store is not None and not isinstance(store, str | os.PathLike):
+        backend: StoreBackend = store
+        owns = False
+    else:
+        from cargohold.store import open_store
+
+        backend = open_store(settings.store or "", limits=settings.limits)
+        owns = True
+    shared = _Shared(backend, settings, owns_store=owns, max_workers=max_workers)
+    scope = settings.scope(task=task, worker=worker, agent=agent)
+    summary = RunSummary()
+    reporter = Reporter([summary, *sinks], agent_id=agent or "main")
+    return Hold(shared, scope, reporter=reporter, summary=summary, ttl=ttl)
+
+
+class Hold:
+    """cargohold for one owner scope: offload, read, guard, summarize. Build it with
+    :func:`cargohold.open`; use it as a context manager (``with`` or ``async with``).
+
+    Every verb has an async twin (``aoffload``, ``aread``...) that never blocks the event loop.
+    """
+
+    __slots__ = (
+        "_guard",
+        "_offloader",
+        "_reader",
+        "_reporter",
+        "_scoped",
+        "_shared",
+        "_summary",
+        "_tools",
+        "_ttl",
+    )
+
+    def __init__(
+        self,
+        shared: _Shared,
+        scope: Scope,
+        *,
+        reporter: Reporter,
+        summary: RunSummary,
+        ttl: float | None,
+    ) -> None:
+        settings = shared.settings
+        self._shared = shared
+        self._scoped = ScopedStore(shared.store, scope)
+        self._reporter = reporter
+        self._summary = summary
+        self._ttl = ttl
+        self._offloader = Offloader(
+            self._scoped,
+            threshold=settings.heavy_threshold,
+            tool_thresholds=settings.tool_thresholds,
+            budget=settings.budget,
+            reporter=reporter,
+            ttl=ttl,
+        )
+        self._reader = Rehydrator(
+            self._scoped, reporter=reporter, default_budget=settings.read_budget
+        )
+        self._tools = ReadToolset(self._reader, self._scoped, default_budget=settings.read_budget)
+        self._guard: Guard | None = None
+
+    def __repr__(self) -> str:
+        return f"Hold({self._shared.store!r}, agent={self._reporter.agent_id!r})"
+
+    # -- what it holds ----------------------------------------------------------------------
+
+    @property
+    def scope(self) -> Scope:
+        """The owner binding every write is stamped with and every read checked against."""
+        return self._scoped.scope
+
+    @property
+    def store(self) -> ScopedStore:
+        """The scoped store (for verbs the hold does not wrap: ``put``, ``artifacts``...)."""
+        return self._scoped
+
+    @property
+    def settings(self) -> Settings:
+        """The resolved configuration."""
+        return self._shared.settings
+
+    @property
+    def reporter(self) -> Reporter:
+        """Where this hold's decision events go."""
+        return self._reporter
+
+    @property
+    def summary(self) -> RunSummary:
+        """The run summary: decisions by outcome, bytes and tokens kept out of context."""
+        return self._summary
+
+    @property
+    def offloader(self) -> Offloader:
+        """The offload seam this hold decides with."""
+        return self._offloader
+
+    @property
+    def reader(self) -> Rehydrator:
+        """The verified, budgeted reads."""
+        return self._reader
+
+    @property
+    def tools(self) -> ReadToolset:
+        """The read tools as data: specs for every API, and :meth:`ReadToolset.call`."""
+        return self._tools
+
+    # -- deriving -------------------------------------------------------------------------
+
+    def derive(
+        self,
+        *,
+        session: str | None = None,
+        task: str | None = None,
+        worker: str | None = None,
+        agent: str | None = None,
+    ) -> Hold:
+        """A hold for another session, task or agent of the same tenant and user.
+
+        Cheap: it shares the store's connections, the worker pool, the settings and the run
+        summary. With ``agent``, its events name that agent, with this hold's agent as parent
+        and one more level of depth (the sequence stays one across the tree).
+        """
+        current = self.scope
+        scope = Scope(
+            current.tenant,
+            current.user,
+            current.session if session is None else session,
+            task=current.task if task is None else task,
+            worker=current.worker if worker is None else worker,
+            agent=current.agent if agent is None else agent,
+        )
+        reporter = self._reporter if agent is None else self._reporter.child(agent)
+        return Hold(self._shared, scope, reporter=reporter, summary=self._summary, ttl=self._ttl)
+
+    def for_session(self, session: str, *, agent: str | None = None) -> Hold:
+        """:meth:`derive` for a framework's run id (a thread id, a session id)."""
+        return self.derive(session=session, agent=agent)
+
+    # -- verbs ------------------------------------------------------------------------------
+
+    def offload(
+        self,
+        value: object,
+        *,
+        tool: str | None = None,
+        media_type: str | None = None,
+        sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
+        complete: bool = True,
+        failed: bool = False,
+        budget: Budget | str | None = None,
+    ) -> OffloadResult:
+        """Decide what of a tool's result enters the conversation (see
+        :meth:`cargohold.Offloader.offload`); ``result.text`` is what to put there."""
+        return self._offloader.offload(
+            value,
+            tool=tool,
+            media_type=media_type,
+            sensitivity=sensitivity,
+            complete=complete,
+            failed=failed,
+            budget=budget,
+        )
+
+    def read(
+        self,
+        ref: Ref | str,
+        *,
+        offset: int = 0,
+        length: int | None = None,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """Body bytes ``[offset, offset + length)``, verified and within budget."""
+        return self._reader.read(ref, offset=offset, length=length, budget=budget)
+
+    def read_lines(
+        self,
+        ref: Ref | str,
+        start_line: int = 1,
+        end_line: int | None = None,
+        *,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """Lines ``start_line`` to ``end_line``, 1-based and inclusive."""
+        return self._reader.read_lines(ref, start_line, end_line, budget=budget)
+
+    def grep(
+        self,
+        ref: Ref | str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        max_matches: int = 100,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """Lines matching an RE2 regular expression, with their line numbers."""
+        return self._reader.grep(
+            ref, pattern, ignore_case=ignore_case, max_matches=max_matches, budget=budget
+        )
+
+    def query(
+        self, ref: Ref | str, expression: str, *, budget: int | None = None
+    ) -> RehydrateResult:
+        """A JMESPath expression on a JSON artifact."""
+        return self._reader.query(ref, expression, budget=budget)
+
+    def info(self, ref: Ref | str) -> ReadResult:
+        """The artifact's record if this scope may see it; reads no bytes."""
+        return self._scoped.stat(as_ref(ref))
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolAnswer:
+        """Run a read tool the model called; never raises for the model's mistakes."""
+        return self._tools.call(name, arguments)
+
+    def guard(self, request: Any, *, format: str, model: str | None = None) -> GuardReport:
+        """Run the edge guard on a request about to be sent (see :meth:`cargohold.Guard.check`).
+
+        Raises:
+            ContextLeakError: a raw part at or above the heavy threshold.
+            ContextWindowExceededError: more tokens than the model's window less the margin.
+        """
+        if self._guard is None:
+            from cargohold.guard import Guard
+
+            settings = self._shared.settings
+            self._guard = Guard(
+                threshold=settings.heavy_threshold,
+                margin=settings.window_margin,
+                windows=settings.model_windows,
+                reporter=self._reporter,
+            )
+        return self._guard.check(request, format=format, model=model)
+
+    def warmup(self) -> None:
+        """Load the tokenizer now (about a second, once per process) instead of at the first
+        offload; stubs are byte-identical either way."""
+        from cargohold._tokens import _encoding
+
+        _encoding("o200k_base")
+
+    # -- async twins ------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await loop.run_in_executor(self._shared.pool(), call)
+
+    async def aoffload(
+        self,
+        value: object,
+        *,
+        tool: str | None = None,
+        media_type: str | None = None,
+        sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
+        complete: bool = True,
+        failed: bool = False,
+        budget: Budget | str | None = None,
+    ) -> OffloadResult:
+        """:meth:`offload` on the worker pool. A cancelled caller does not cancel the write:
+        once started, the bytes are stored (a write is never half done)."""
+        return await self._run(
+            self.offload,
+            value,
+            tool=tool,
+            media_type=media_type,
+            sensitivity=sensitivity,
+            complete=complete,
+            failed=failed,
+            budget=budget,
+        )
+
+    async def aread(
+        self,
+        ref: Ref | str,
+        *,
+        offset: int = 0,
+        length: int | None = None,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """:meth:`read` on the worker pool."""
+        return await self._run(self.read, ref, offset=offset, length=length, budget=budget)
+
+    async def aread_lines(
+        self,
+        ref: Ref | str,
+        start_line: int = 1,
+        end_line: int | None = None,
+        *,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """:meth:`read_lines` on the worker pool."""
+        return await self._run(self.read_lines, ref, start_line, end_line, budget=budget)
+
+    async def agrep(
+        self,
+        ref: Ref | str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        max_matches: int = 100,
+        budget: int | None = None,
+    ) -> RehydrateResult:
+        """:meth:`grep` on the worker pool."""
+        return await self._run(
+            self.grep,
+            ref,
+            pattern,
+            ignore_case=ignore_case,
+            max_matches=max_matches,
+            budget=budget,
+        )
+
+    async def aquery(
+        self, ref: Ref | str, expression: str, *, budget: int | None = None
+    ) -> RehydrateResult:
+        """:meth:`query` on the worker pool."""
+        return await self._run(self.query, ref, expression, budget=budget)
+
+    async def ainfo(self, ref: Ref | str) -> ReadResult:
+        """:meth:`info` on the worker pool."""
+        return await self._run(self.info, ref)
+
+    async def acall_tool(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None
+    ) -> ToolAnswer:
+        """:meth:`call_tool` on the worker pool."""
+        return await self._run(self.call_tool, name, arguments)
+
+    async def aguard(self, request: Any, *, format: str, model: str | None = None) -> GuardReport:
+        """:meth:`guard` on the worker pool (a near-limit request may load the tokenizer)."""
+        return await self._run(self.guard, request, format=format, model=model)
+
+    async def awarmup(self) -> None:
+        """:meth:`warmup` on the worker pool."""
+        await self._run(self.warmup)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish pending async work, stop the pool and close the store it opened.
+
+        Closing any hold of a family closes them all (they share one store). Idempotent.
+        """
+        self._shared.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` without blocking the event loop."""
+        await asyncio.to_thread(self._shared.close)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

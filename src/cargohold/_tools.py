@@ -1,0 +1,619 @@
+"""The read tools as data: what a stub advertises, ready for any model API or MCP.
+
+Five tools, framework-neutral: each has a name, a description written for a model and the JSON
+Schema of its arguments, exportable as an OpenAI function tool (chat and responses), an Anthropic
+tool and an MCP tool. :meth:`ReadToolset.call` runs one and always returns a :class:`ToolAnswer`:
+``.text`` for the model, and a structured part (outcome, exact byte span, total size, SHA-256 of
+the returned bytes) with which a client can page through a body and reassemble it exactly.
+
+A mistake the model made (a malformed reference, a bad regular expression or JMESPath expression,
+an answer over its budget, a reference that is missing or expired) is an answer whose text says
+what was wrong and how to fix the call; it is never an exception.
+
+Ranges, one convention everywhere (API, tools, CLI): bytes are ``offset`` + ``length`` (the
+half-open span ``[offset, offset + length)``, 0-based); lines are 1-based and inclusive, as
+editors show them (``start_line=10, end_line=20`` is eleven lines).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import jmespath
+import jmespath.exceptions
+import re2
+
+from cargohold._errors import CargoholdError, UsageError
+from cargohold._events import DecisionEvent
+from cargohold._facade import ScopedStore
+from cargohold._records import MAX_READ_BYTES, ReadOutcome
+from cargohold._ref import Ref
+from cargohold._rehydrate import RehydrateResult, Rehydrator
+
+INVALID_ARGUMENTS: Final = "invalid_arguments"
+"""The outcome of a call the model got wrong before anything was read."""
+
+_REF_ARG = {
+    "type": "string",
+    "description": "The artifact reference from the stub, artifact://sha256/<64 hex>.",
+}
+_BUDGET_ARG = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_READ_BYTES,
+    "description": "Most bytes the answer may take (default 16384, at most 1048576).",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One read tool: its name, a description for a model, and its arguments' JSON Schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def openai(self) -> dict[str, Any]:
+        """As an OpenAI Chat Completions function tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+    def openai_responses(self) -> dict[str, Any]:
+        """As an OpenAI Responses API (and Agents SDK) function tool."""
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+            "strict": False,
+        }
+
+    def anthropic(self) -> dict[str, Any]:
+        """As an Anthropic Messages API tool."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.parameters),
+        }
+
+    def mcp(self) -> dict[str, Any]:
+        """As an MCP ``Tool`` (``tools/list`` item), read-only and idempotent."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": dict(self.parameters),
+            "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+        }
+
+
+def _schema(required: list[str], **properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: dict(value) for name, value in properties.items()},
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+SPECS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        "artifact_info",
+        "Facts about an artifact kept out of the context: size in bytes, media type, kind, "
+        "whether it is complete, and when it expires. Reads no content.",
+        _schema(["ref"], ref=_REF_ARG),
+    ),
+    ToolSpec(
+        "artifact_read",
+        "Read exact bytes of an artifact: `length` bytes from byte `offset` (0-based). Text "
+        "comes back as text, binary as base64. The answer names the byte span it covers and "
+        "where the next page starts; keep reads within the budget.",
+        _schema(
+            ["ref"],
+            ref=_REF_ARG,
+            offset={"type": "integer", "minimum": 0, "description": "First byte, 0-based."},
+            length={
+                "type": "integer",
+                "minimum": 0,
+                "description": "How many bytes; omit to read to the end (if it fits).",
+            },
+            budget=_BUDGET_ARG,
+        ),
+    ),
+    ToolSpec(
+        "artifact_read_lines",
+        "Read lines `start_line` to `end_line` of a text artifact, 1-based and inclusive, as "
+        "an editor numbers them (the stub's line numbers).",
+        _schema(
+            ["ref", "start_line"],
+            ref=_REF_ARG,
+            start_line={"type": "integer", "minimum": 1, "description": "First line, from 1."},
+            end_line={
+                "type": "integer",
+                "minimum": 1,
+                "description": "Last line, inclusive; omit to read to the end (if it fits).",
+            },
+            budget=_BUDGET_ARG,
+        ),
+    ),
+    ToolSpec(
+        "artifact_grep",
+        "Lines of an artifact matching a regular expression (RE2 syntax: no lookaround or "
+        "backreferences), with their line numbers; on a very long single line, excerpts around "
+        "each match with its byte offset. States how many lines matched in all.",
+        _schema(
+            ["ref", "pattern"],
+            ref=_REF_ARG,
+            pattern={"type": "string", "description": "A regular expression (RE2)."},
+            ignore_case={"type": "boolean", "description": "Match case-insensitively."},
+            max_matches={
+                "type": "integer",
+                "minimum": 1,
+                "description": "Most matches to show (default 100); all are counted.",
+            },
+            budget=_BUDGET_ARG,
+        ),
+    ),
+    ToolSpec(
+        "artifact_query",
+        "Evaluate a JMESPath expression on a JSON artifact and return the result as compact "
+        "JSON, e.g. `length(items)`, `items[?status=='failed'].id`, `items[:5]`.",
+        _schema(
+            ["ref", "expression"],
+            ref=_REF_ARG,
+            expression={"type": "string", "description": "A JMESPath expression."},
+            budget=_BUDGET_ARG,
+        ),
+    ),
+)
+"""The read tools, in the order a stub names them."""
+
+TOOL_NAMES: Final = tuple(spec.name for spec in SPECS)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """The answer to one read-tool call.
+
+    Attributes:
+        tool: The tool called.
+        outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
+            ``over_budget``, or ``invalid_arguments`` (the call itself was wrong).
+        text: What the model sees: a recovered segment when resolved, else what went wrong and
+            how to fix the call.
+        ref: The reference read, when the call named a valid one.
+        start: The answer covers body bytes ``[start, end)`` (byte and line reads).
+        end: See ``start``.
+        next_offset: Where the next page starts, or ``None`` at the end of the body.
+        size: The body's total size in bytes, when known.
+        sha256: SHA-256 of the returned bytes (the text's UTF-8, or the decoded base64).
+        encoding: ``utf-8`` or ``base64``: how the returned bytes are carried in ``content``.
+        content: The returned content without the segment's marker lines (resolved only).
+        event: The decision's event, when a read was decided.
+    """
+
+    tool: str
+    outcome: str
+    text: str = field(repr=False)
+    ref: Ref | None = None
+    start: int | None = None
+    end: int | None = None
+    next_offset: int | None = None
+    size: int | None = None
+    sha256: str | None = None
+    encoding: str = "utf-8"
+    content: str | None = field(default=None, repr=False)
+    event: DecisionEvent | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call was answered with content (or facts, for ``artifact_info``)."""
+        return self.outcome == ReadOutcome.RESOLVED.value
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the model should treat the answer as a failed call."""
+        return not self.ok
+
+    def data(self) -> bytes | None:
+        """The returned bytes themselves (decoded from base64 when binary), or ``None``."""
+        if self.content is None:
+            return None
+        if self.encoding == "base64":
+            return base64.b64decode(self.content)
+        return self.content.encode("utf-8", "surrogatepass")
+
+    def structured(self) -> dict[str, Any]:
+        """The structured part: JSON-ready, never the content itself."""
+        return {
+            "tool": self.tool,
+            "outcome": self.outcome,
+            "ref": None if self.ref is None else str(self.ref),
+            "start": self.start,
+            "end": self.end,
+            "next_offset": self.next_offset,
+            "size": self.size,
+            "sha256": self.sha256,
+            "encoding": self.encoding,
+        }
+
+
+class _Mistake(Exception):
+    """A call the model got wrong: the message is the fix, written for the model."""
+
+
+_OUTCOME_TEXT = {
+    ReadOutcome.MISSING: (
+        "no artifact with this reference is visible to this session. Check the reference "
+        "against the stub (copy it whole); an artifact stored by another session or tenant "
+        "cannot be read here."
+    ),
+    ReadOutcome.UNAUTHORIZED: (
+        "this artifact belongs to another session; it cannot be read from this one."
+    ),
+    ReadOutcome.STALE: (
+        "the stored bytes no longer match their SHA-256, so nothing is returned. Do not retry; "
+        "re-run the tool that produced the artifact."
+    ),
+    ReadOutcome.EXPIRED: (
+        "the artifact expired and its bytes are no longer kept. Re-run the tool that produced "
+        "it to get a fresh reference."
+    ),
+}
+
+
+class ReadToolset:
+    """The read tools bound to one scope's reads.
+
+    Args:
+        rehydrator: The verified, budgeted reads of one scope.
+        store: The same scope's store (for ``artifact_info``).
+        default_budget: Budget of a call that names none.
+    """
+
+    __slots__ = ("_default_budget", "_handlers", "_reader", "_store")
+
+    def __init__(self, rehydrator: Rehydrator, store: ScopedStore, *, default_budget: int) -> None:
+        self._reader = rehydrator
+        self._store = store
+        self._default_budget = default_budget
+        self._handlers: dict[str, Callable[[Mapping[str, Any]], ToolAnswer]] = {
+            "artifact_info": self._info,
+            "artifact_read": self._read,
+            "artifact_read_lines": self._read_lines,
+            "artifact_grep": self._grep,
+            "artifact_query": self._query,
+        }
+
+    def __repr__(self) -> str:
+        return f"ReadToolset({', '.join(TOOL_NAMES)})"
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """Every read tool's spec."""
+        return SPECS
+
+    def spec(self, name: str) -> ToolSpec:
+        """The spec of the tool ``name``.
+
+        Raises:
+            UsageError: no read tool has that name.
+        """
+        for spec in SPECS:
+            if spec.name == name:
+                return spec
+        raise UsageError(f"no read tool is named {name!r}; they are {', '.join(TOOL_NAMES)}")
+
+    def openai(self) -> list[dict[str, Any]]:
+        """All read tools as OpenAI Chat Completions function tools."""
+        return [spec.openai() for spec in SPECS]
+
+    def openai_responses(self) -> list[dict[str, Any]]:
+        """All read tools as OpenAI Responses API function tools."""
+        return [spec.openai_responses() for spec in SPECS]
+
+    def anthropic(self) -> list[dict[str, Any]]:
+        """All read tools as Anthropic tools."""
+        return [spec.anthropic() for spec in SPECS]
+
+    def mcp(self) -> list[dict[str, Any]]:
+        """All read tools as MCP tools."""
+        return [spec.mcp() for spec in SPECS]
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolAnswer:
+        """Run the read tool ``name`` with the model's ``arguments`` (a mapping or JSON text).
+
+        Never raises for anything the model controls: every mistake is an answer whose
+        ``outcome`` is ``invalid_arguments`` (or the read's own outcome) and whose text says how
+        to fix the call. Store failures (the store is down) still raise: they are not the
+        model's to fix.
+        """
+        handler = self._handlers.get(name)
+        if handler is None:
+            return _mistake(name, f"there is no tool {name!r}; use one of {', '.join(TOOL_NAMES)}.")
+        try:
+            args = _arguments(name, arguments)
+            return handler(args)
+        except _Mistake as exc:
+            return _mistake(name, str(exc))
+
+    # -- the tools ------------------------------------------------------------------------
+
+    def _info(self, args: Mapping[str, Any]) -> ToolAnswer:
+        ref = _ref(args)
+        result = self._store.stat(ref)
+        record = result.record
+        if result.outcome is not ReadOutcome.RESOLVED or record is None:
+            return _refused("artifact_info", ref, result.outcome, record.size if record else None)
+        facts = {
+            "ref": str(ref),
+            "size": record.size,
+            "media_type": record.media_type,
+            "kind": record.kind,
+            "tool": record.tool,
+            "complete": record.complete,
+            "expires_at": datetime.fromtimestamp(record.expires, UTC).isoformat(timespec="seconds"),
+        }
+        text = json.dumps(facts, separators=(",", ":"))
+        return ToolAnswer(
+            "artifact_info",
+            ReadOutcome.RESOLVED.value,
+            text,
+            ref,
+            size=record.size,
+            sha256=ref.digest,
+        )
+
+    def _read(self, args: Mapping[str, Any]) -> ToolAnswer:
+        ref = _ref(args)
+        offset = _int(args, "offset", 0, minimum=0)
+        length = _optional_int(args, "length", minimum=0)
+        budget = self._budget(args)
+        return self._answer(
+            "artifact_read", self._reader.read(ref, offset=offset, length=length, budget=budget)
+        )
+
+    def _read_lines(self, args: Mapping[str, Any]) -> ToolAnswer:
+        ref = _ref(args)
+        start = _int(args, "start_line", None, minimum=1)
+        end = _optional_int(args, "end_line", minimum=1)
+        if end is not None and end < start:
+            raise _Mistake(
+                f"end_line ({end}) is before start_line ({start}); lines are 1-based and "
+                f"inclusive, so start_line={start} end_line={start} reads one line."
+            )
+        result = self._reader.read_lines(ref, start, end, budget=self._budget(args))
+        return self._answer("artifact_read_lines", result)
+
+    def _grep(self, args: Mapping[str, Any]) -> ToolAnswer:
+        ref = _ref(args)
+        pattern = _text(args, "pattern", 1000)
+        ignore_case = args.get("ignore_case", False)
+        if not isinstance(ignore_case, bool):
+            raise _Mistake("ignore_case must be true or false.")
+        max_matches = _int(args, "max_matches", 100, minimum=1)
+        _check_pattern(pattern)
+        result = self._reader.grep(
+            ref,
+            pattern,
+            ignore_case=ignore_case,
+            max_matches=max_matches,
+            budget=self._budget(args),
+        )
+        return self._answer("artifact_grep", result)
+
+    def _query(self, args: Mapping[str, Any]) -> ToolAnswer:
+        ref = _ref(args)
+        expression = _text(args, "expression", 2000)
+        _check_expression(expression)
+        try:
+            result = self._reader.query(ref, expression, budget=self._budget(args))
+        except UsageError as exc:  # not JSON, or the expression failed on this document
+            raise _Mistake(
+                f"{exc} Use artifact_grep or artifact_read_lines on a body that is not JSON."
+            ) from None
+        return self._answer("artifact_query", result)
+
+    # -- answers --------------------------------------------------------------------------
+
+    def _budget(self, args: Mapping[str, Any]) -> int:
+        budget = _int(args, "budget", self._default_budget, minimum=1)
+        if budget > MAX_READ_BYTES:
+            raise _Mistake(f"budget is at most {MAX_READ_BYTES} bytes (1 MiB); ask for less.")
+        return budget
+
+    def _answer(self, tool: str, result: RehydrateResult) -> ToolAnswer:
+        if not result.ok or result.segment is None:
+            answer = _refused(tool, result.ref, ReadOutcome(result.outcome.value), result.size)
+            if result.outcome.value == ReadOutcome.OVER_BUDGET.value:
+                answer = _over_budget(tool, result)
+            return _with_event(answer, result.event)
+        content = result.content or ""
+        returned = (
+            base64.b64decode(content)
+            if result.encoding == "base64"
+            else content.encode("utf-8", "surrogatepass")
+        )
+        next_offset = None
+        if result.end is not None and result.size is not None and result.end < result.size:
+            next_offset = result.end
+        return ToolAnswer(
+            tool,
+            result.outcome.value,
+            result.segment,
+            result.ref,
+            start=result.start,
+            end=result.end,
+            next_offset=next_offset,
+            size=result.size,
+            sha256=hashlib.sha256(returned).hexdigest(),
+            encoding=result.encoding,
+            content=content,
+            event=result.event,
+        )
+
+
+def _with_event(answer: ToolAnswer, event: DecisionEvent) -> ToolAnswer:
+    return ToolAnswer(
+        answer.tool,
+        answer.outcome,
+        answer.text,
+        answer.ref,
+        size=answer.size,
+        event=event,
+    )
+
+
+def _mistake(tool: str, message: str) -> ToolAnswer:
+    return ToolAnswer(tool, INVALID_ARGUMENTS, f"{tool}: invalid arguments: {message}")
+
+
+def _refused(tool: str, ref: Ref, outcome: ReadOutcome, size: int | None) -> ToolAnswer:
+    text = f"{tool}: {outcome.value}: {_OUTCOME_TEXT.get(outcome, '')}".rstrip()
+    return ToolAnswer(tool, outcome.value, text, ref, size=size)
+
+
+def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
+    head = (
+        f"{tool}: over_budget: the answer would be {result.answer_bytes:,} bytes, over this "
+        f"call's budget of {result.budget:,} bytes; nothing was returned."
+    )
+    if tool == "artifact_read" and result.fit is not None:
+        offset, length = result.fit
+        fix = f"Read a range that fits: offset={offset} length={length}, then continue from "
+        fix += f"offset={offset + length}"
+    elif tool == "artifact_read_lines" and result.fit is not None:
+        first, last = result.fit
+        fix = f"Read fewer lines: start_line={first} end_line={last}, then continue from there"
+    elif tool == "artifact_grep":
+        fix = "Use a larger budget or a narrower pattern"
+    else:
+        fix = "Narrow the expression (e.g. a slice [:20], selected fields, or length(...))"
+    more = (
+        f"; or pass budget up to {MAX_READ_BYTES} (1 MiB)."
+        if result.budget < MAX_READ_BYTES
+        else "."
+    )
+    return ToolAnswer(
+        tool, result.outcome.value, f"{head} {fix}{more}", result.ref, size=result.size
+    )
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def _arguments(tool: str, arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, str | bytes):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except (ValueError, RecursionError):
+            raise _Mistake("arguments are not valid JSON; send one JSON object.") from None
+    if not isinstance(arguments, Mapping):
+        raise _Mistake("arguments must be one JSON object of named values.")
+    allowed = SPEC_BY_NAME[tool].parameters["properties"]
+    unknown = sorted(str(key) for key in arguments if key not in allowed)
+    if unknown:
+        raise _Mistake(
+            f"unknown argument {', '.join(repr(k[:40]) for k in unknown[:5])}; this tool takes "
+            f"{', '.join(allowed)}."
+        )
+    for name in SPEC_BY_NAME[tool].parameters["required"]:
+        if arguments.get(name) is None:
+            raise _Mistake(f"{name} is required.")
+    return arguments
+
+
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _ref(args: Mapping[str, Any]) -> Ref:
+    value = args.get("ref")
+    if not isinstance(value, str):
+        raise _Mistake("ref must be a string: artifact://sha256/<64 hex> as the stub prints it.")
+    text = value.strip()
+    if _HEX.fullmatch(text):  # a bare digest: what else could it mean
+        text = "artifact://sha256/" + text.lower()
+    try:
+        return Ref.parse(text)
+    except CargoholdError:
+        shown = json.dumps(value[:80]) + ("..." if len(value) > 80 else "")
+        raise _Mistake(
+            f"ref {shown} is not a reference; copy it whole from the stub's first line: "
+            "artifact://sha256/ then 64 lowercase hex digits."
+        ) from None
+
+
+def _int(args: Mapping[str, Any], name: str, default: int | None, *, minimum: int) -> int:
+    value = args.get(name, default)
+    if value is None:
+        raise _Mistake(f"{name} is required.")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Mistake(f"{name} must be a whole number, got {json.dumps(value)[:40]}.")
+    if value < minimum:
+        raise _Mistake(f"{name} must be at least {minimum}, got {value}.")
+    return value
+
+
+def _optional_int(args: Mapping[str, Any], name: str, *, minimum: int) -> int | None:
+    if args.get(name) is None:
+        return None
+    return _int(args, name, None, minimum=minimum)
+
+
+def _text(args: Mapping[str, Any], name: str, most: int) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or not value:
+        raise _Mistake(f"{name} must be a non-empty string.")
+    if len(value) > most:
+        raise _Mistake(f"{name} is {len(value):,} characters; at most {most:,}.")
+    return value
+
+
+def _check_pattern(pattern: str) -> None:
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        re2.compile(pattern, options)
+    except re2.error as exc:
+        problem = exc.args[0].decode("utf-8", "replace") if exc.args else "invalid"
+        what, _, fragment = problem.partition(": ")
+        where = pattern.find(fragment) if fragment else -1
+        at = f" at character {where + 1}" if where >= 0 else ""
+        raise _Mistake(
+            f"pattern is not a valid RE2 regular expression: {what}{at} ({fragment!r}). RE2 has "
+            "no lookaround and no backreferences; escape literal ( [ { . * + ? with a backslash."
+        ) from None
+
+
+def _check_expression(expression: str) -> None:
+    try:
+        jmespath.compile(expression)
+    except jmespath.exceptions.ParseError as exc:
+        where = exc.lex_position + 1 if isinstance(exc.lex_position, int) else None
+        token = f" near {exc.token_value!r}" if exc.token_value not in (None, "") else ""
+        at = f" at character {where}{token}" if where is not None else token
+        raise _Mistake(
+            f"expression is not valid JMESPath{at}. Quote string literals with single quotes "
+            "and compare with ==, e.g. items[?status=='failed'].id"
+        ) from None
+    except jmespath.exceptions.JMESPathError:
+        raise _Mistake("expression is not valid JMESPath.") from None
+
+
+SPEC_BY_NAME: Final = {spec.name: spec for spec in SPECS}
