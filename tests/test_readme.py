@@ -24,6 +24,21 @@ def test_the_readme_python_example_runs_and_offloads_then_reads_back() -> None:
     assert printed.startswith("offloaded\n[cargohold] artifact://sha256/")
     assert "csv: 20,000 data rows" in printed
     assert "\nresolved\n[cargohold:recovered]" in printed
+    assert "'start': 0, 'end': 4096, 'next_offset': 4096" in printed
+    assert "offload:offloaded 1" in printed
+
+
+def test_the_readme_async_example_runs_and_reads_lines_back() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 2, "the README has no async example"
+    out = io.StringIO()
+
+    with contextlib.redirect_stdout(out):
+        exec(compile(blocks[1], "README.md", "exec"), {"__name__": "__readme__"})
+
+    assert out.getvalue().splitlines()[:3] == [
+        f"2026-01-01 00:00:00 INFO request {i} served" for i in range(3)
+    ]
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ on the pool; :meth:`Hold.warmup` loads it at start for servers that want no firs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import os
@@ -28,7 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from cargohold._config import Settings, load_settings
-from cargohold._errors import UsageError
+from cargohold._errors import StoreError, UsageError
 from cargohold._events import Reporter, Sink
 from cargohold._facade import ScopedStore, as_ref
 from cargohold._offload import Offloader, OffloadResult
@@ -46,8 +47,9 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 T = TypeVar("T")
+_Answer = TypeVar("_Answer", RehydrateResult, ToolAnswer)
 
-DEFAULT_WORKERS = 4
+DEFAULT_WORKERS = 2
 """Threads of the async worker pool. The store serializes its own writes; more threads than
 this only contend for the GIL with the event loop while projections run."""
 
@@ -103,6 +105,7 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
     budget: Budget | str | None = None,
     read_budget: int | None = None,
     ttl: float | None = None,
+    sliding_ttl: bool | None = None,
     config_file: str | os.PathLike[str] | None = None,
     max_workers: int = DEFAULT_WORKERS,
 ) -> Hold:
@@ -127,6 +130,8 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
         budget: The stub budget (``light``, ``balanced``, ``strong``, ``max``).
         read_budget: Default byte budget of a model-facing read (16 KiB; at most 1 MiB).
         ttl: Seconds to keep offloaded bytes (the store's default when omitted).
+        sliding_ttl: Whether each resolved read extends the artifact's life by ``ttl`` again
+            (off by default; see :meth:`Hold.extend` for extending explicitly).
         config_file: A configuration file to read instead of searching for one.
         max_workers: Threads of the async worker pool.
 
@@ -142,6 +147,7 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
         "tool_thresholds": None if tool_thresholds is None else dict(tool_thresholds),
         "budget": None if budget is None else Budget.parse(budget).label,
         "read_budget": read_budget,
+        "sliding_ttl": sliding_ttl,
     }
     if isinstance(store, str | os.PathLike):
         overrides["store"] = os.fspath(store)
@@ -322,7 +328,7 @@ class Hold:
         budget: int | None = None,
     ) -> RehydrateResult:
         """Body bytes ``[offset, offset + length)``, verified and within budget."""
-        return self._reader.read(ref, offset=offset, length=length, budget=budget)
+        return self._slide(self._reader.read(ref, offset=offset, length=length, budget=budget))
 
     def read_lines(
         self,
@@ -333,7 +339,7 @@ class Hold:
         budget: int | None = None,
     ) -> RehydrateResult:
         """Lines ``start_line`` to ``end_line``, 1-based and inclusive."""
-        return self._reader.read_lines(ref, start_line, end_line, budget=budget)
+        return self._slide(self._reader.read_lines(ref, start_line, end_line, budget=budget))
 
     def grep(
         self,
@@ -345,23 +351,49 @@ class Hold:
         budget: int | None = None,
     ) -> RehydrateResult:
         """Lines matching an RE2 regular expression, with their line numbers."""
-        return self._reader.grep(
-            ref, pattern, ignore_case=ignore_case, max_matches=max_matches, budget=budget
+        return self._slide(
+            self._reader.grep(
+                ref, pattern, ignore_case=ignore_case, max_matches=max_matches, budget=budget
+            )
         )
 
     def query(
         self, ref: Ref | str, expression: str, *, budget: int | None = None
     ) -> RehydrateResult:
         """A JMESPath expression on a JSON artifact."""
-        return self._reader.query(ref, expression, budget=budget)
+        return self._slide(self._reader.query(ref, expression, budget=budget))
 
     def info(self, ref: Ref | str) -> ReadResult:
         """The artifact's record if this scope may see it; reads no bytes."""
         return self._scoped.stat(as_ref(ref))
 
+    def extend(self, ref: Ref | str, ttl: float | None = None) -> ReadResult:
+        """Keep ``ref`` alive for at least ``ttl`` more seconds (the hold's ``ttl``, else the
+        store's default); never shortens a life and never revives an expired artifact.
+
+        For a run resumed after a pause (a checkpointed thread): extend the references its
+        state still names before reading them. The outcome is :meth:`info`'s, with the updated
+        record when ``resolved``.
+
+        Raises:
+            UsageError: a ``ttl`` that is not positive or is over the store's ``max_ttl``.
+        """
+        return self._scoped.touch(as_ref(ref), self._ttl if ttl is None else ttl)
+
+    def _slide(self, answer: _Answer) -> _Answer:
+        """With ``sliding_ttl``, a resolved read keeps its artifact alive for the TTL again.
+
+        Best effort: the read already happened and its answer stands, so a store failure of
+        the extension (a busy or lost store) leaves the old expiry rather than raising.
+        """
+        if self._shared.settings.sliding_ttl and answer.ok and answer.ref is not None:
+            with contextlib.suppress(StoreError):
+                self._scoped.touch(answer.ref, self._ttl)
+        return answer
+
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolAnswer:
         """Run a read tool the model called; never raises for the model's mistakes."""
-        return self._tools.call(name, arguments)
+        return self._slide(self._tools.call(name, arguments))
 
     def guard(self, request: Any, *, format: str, model: str | None = None) -> GuardReport:
         """Run the edge guard on a request about to be sent (see :meth:`cargohold.Guard.check`).
@@ -470,6 +502,10 @@ class Hold:
     async def ainfo(self, ref: Ref | str) -> ReadResult:
         """:meth:`info` on the worker pool."""
         return await self._run(self.info, ref)
+
+    async def aextend(self, ref: Ref | str, ttl: float | None = None) -> ReadResult:
+        """:meth:`extend` on the worker pool."""
+        return await self._run(self.extend, ref, ttl)
 
     async def acall_tool(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
