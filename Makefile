@@ -8,11 +8,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest bench clean
 
+# The first run takes about half a minute: say so, and let pip show what it collects and its
+# progress bars for the main install (creating the venv and upgrading pip stay quiet).
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
-	touch $(STAMP)
+	@echo "cargohold: creating $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "cargohold: installing dependencies (first run only, ~30 s)..."
+	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e '.[dev,postgres]'
+	@touch $(STAMP)
+	@echo "cargohold: ready"
 
 demo: $(STAMP)
 	$(BIN)/cargohold demo

@@ -12,11 +12,13 @@ import sys
 import time
 
 from bench._util import machine, markdown_table, scratch_dir, text_table
+from bench.cli import SECTIONS as CLI_SECTIONS
 from bench.decisions import SECTIONS as DECISION_SECTIONS
+from bench.front_door import SECTIONS as FRONT_DOOR_SECTIONS
 from bench.store import SECTIONS as STORE_SECTIONS
 from bench.store import Config
 
-SECTIONS = {**STORE_SECTIONS, **DECISION_SECTIONS}
+SECTIONS = {**STORE_SECTIONS, **DECISION_SECTIONS, **CLI_SECTIONS, **FRONT_DOOR_SECTIONS}
 
 
 def main(argv: list[str] | None = None) -> int:

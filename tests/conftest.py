@@ -14,6 +14,18 @@ from cargohold import LocalStore  # noqa: E402 - after the rewrite hook, by desi
 from cargohold.testing import FakeClock  # noqa: E402
 
 
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """Name pytest-randomly's seed at the end of every run too (``-q`` drops the header that
+    names it), so a failing order can be replayed."""
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(
+            f"random test order: replay it with -p randomly --randomly-seed={seed}"
+        )
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     """A clock that moves only when a test moves it."""

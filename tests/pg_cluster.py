@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from _require import require, unavailable
+
 PG_TIMEOUT = 60
 """Seconds ``pg_ctl`` waits for a start or stop; also the bound of every admin subprocess."""
 
@@ -51,13 +53,6 @@ def _bindir() -> Path | None:
         if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
             return candidate
     return None
-
-
-def _unavailable(reason: str) -> None:
-    """Skip, or fail under CI: CI must never pass by skipping the PostgreSQL backend."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true but the PostgreSQL tests cannot run: {reason}")
-    pytest.skip(reason)
 
 
 def _free_port() -> int:
@@ -185,11 +180,11 @@ class PgCluster:
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PgCluster]:
     """One throwaway PostgreSQL cluster for the whole test session."""
-    pytest.importorskip("psycopg", reason="psycopg is not installed (cargohold[postgres])")
+    # Skip, or fail under CI: CI must never pass by skipping the PostgreSQL backend.
+    require("psycopg", "postgres")
     bindir = _bindir()
     if bindir is None:
-        _unavailable(_MISSING_HINT)
-        raise AssertionError("unreachable")  # pragma: no cover - skip and fail raise
+        unavailable(_MISSING_HINT)
     run_as: str | None = None
     if os.geteuid() == 0:
         import pwd
@@ -197,10 +192,9 @@ def pg_cluster() -> Iterator[PgCluster]:
         try:
             owner = pwd.getpwnam("postgres")
         except KeyError:
-            _unavailable("running as root and there is no 'postgres' user to run the server")
-            raise AssertionError("unreachable") from None  # pragma: no cover
+            unavailable("running as root and there is no 'postgres' user to run the server")
         if shutil.which("runuser") is None:
-            _unavailable("running as root and runuser is missing")
+            unavailable("running as root and runuser is missing")
         run_as = "postgres"
     # pytest's tmp_path lives under a root-only directory the server's user cannot enter.
     base = Path(tempfile.mkdtemp(prefix="cargohold-pg-"))

@@ -10,6 +10,8 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -382,6 +384,67 @@ def test_an_unknown_reference_exits_3(root: Path, command: str) -> None:
     assert result.stdout_bytes == b""
 
 
+# Twelve inputs whose SHA-256 digests all start with e22e (found by a one-off search).
+AMBIGUOUS_PREFIX = "e22e"
+AMBIGUOUS = [
+    b"ambiguous %d\n" % n
+    for n in (8072, 10616, 24931, 35446, 50286, 64520, 75605, 77616, 90497, 114188, 138254, 165237)
+]
+
+
+@pytest.mark.parametrize("form", ["full", "digest", "prefix"])
+@pytest.mark.parametrize("command", ["cat", "show"])
+def test_a_reference_may_be_given_as_its_digest_or_a_unique_prefix(
+    root: Path, form: str, command: str
+) -> None:
+    ref = put(root, BINARY)
+    put(root, b"another artifact")
+    text = {"full": str(ref), "digest": ref.digest, "prefix": ref.digest[:6]}[form]
+
+    given = run(root, command, text)
+
+    assert given.exit_code == ExitCode.OK
+    assert given.stdout_bytes == run(root, command, str(ref)).stdout_bytes
+
+
+def test_an_ambiguous_prefix_is_a_usage_error_listing_the_candidates(root: Path) -> None:
+    refs = sorted(str(put(root, data)) for data in AMBIGUOUS)
+    assert all(ref.startswith("artifact://sha256/" + AMBIGUOUS_PREFIX) for ref in refs)
+
+    many = run(root, "show", AMBIGUOUS_PREFIX)
+    longer = run(root, "show", refs[0][18:30], "--json")
+
+    assert many.exit_code == ExitCode.USAGE
+    assert many.stdout == ""
+    listed = [line.strip() for line in many.stderr.splitlines()[1:]]
+    assert listed == [*refs[:10], "and 2 more"]
+    assert json_out(longer)["ref"] == refs[0]
+
+
+@pytest.mark.parametrize("command", ["cat", "show"])
+def test_a_prefix_matching_nothing_in_this_scope_exits_as_a_missing_reference(
+    root: Path, command: str
+) -> None:
+    ref = put(root, BINARY)
+
+    unknown = run(root, command, "0000" if not ref.digest.startswith("0000") else "ffff")
+    other_session = run(root, command, ref.digest[:8], session="session-other")
+
+    assert unknown.exit_code == ExitCode.MISSING
+    assert other_session.exit_code == ExitCode.MISSING  # prefixes resolve in this scope only
+    assert unknown.stdout_bytes == other_session.stdout_bytes == b""
+
+
+def test_a_prefix_shorter_than_four_digits_is_a_usage_error(root: Path) -> None:
+    ref = put(root, BINARY)
+
+    result = run(root, "cat", ref.digest[:3])
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout_bytes == b""
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_another_sessions_artifact_exits_4_and_another_tenants_exits_3(root: Path) -> None:
     ref = put(root, BINARY)
 
@@ -508,7 +571,7 @@ def test_an_unexpected_exception_is_one_line_naming_only_its_class(
     def broken(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", "/very/private/path")
 
-    monkeypatch.setattr("cargohold.cli._context.open_store", broken)
+    monkeypatch.setattr("cargohold.store.open_store", broken)
 
     result = run(root, "ls")
 
@@ -552,6 +615,36 @@ def test_help_does_not_import_rich(tmp_path: Path) -> None:
 
     assert done.returncode == 0
     assert done.stdout.splitlines()[-1] == "0 []"
+
+
+def test_put_and_cat_import_neither_pydantic_nor_rich_nor_the_decision_commands(
+    tmp_path: Path,
+) -> None:
+    # What a store command imports is its start-up time: pydantic alone cost ~60 ms of ~210.
+    code = (
+        "import sys\n"
+        "from cargohold.cli import main\n"
+        "store = sys.argv[1]\n"
+        "assert main(['--store', store, 'put', sys.argv[2]]) == 0\n"
+        "ref = 'artifact://sha256/' + __import__('hashlib').sha256(b'x' * 1024).hexdigest()\n"
+        "assert main(['--store', store, 'cat', ref]) == 0\n"
+        "unwanted = ('pydantic', 'rich', 'cargohold.projection', 'cargohold.cli._decisions',\n"
+        "            'cargohold.cli._demo', 'cargohold.cli._envelope', 'cargohold.cli._guard')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(unwanted)), file=sys.stderr)\n"
+    )
+    source = tmp_path / "input.bin"
+    source.write_bytes(b"x" * 1024)
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "store"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "[]"  # stdout holds the reference and the bytes
 
 
 # -- gc and verify ------------------------------------------------------------------------------
@@ -628,6 +721,9 @@ def test_verify_exits_0_on_a_clean_store_and_1_after_tampering(root: Path) -> No
 # -- demo ---------------------------------------------------------------------------------------
 
 
+DEMO_SESSION = re.compile(r"demo-[0-9a-f]{8}")
+
+
 def test_demo_runs_twice_on_a_temp_store_storing_each_tool_result_once(root: Path) -> None:
     first = run(root, "demo")
     second = run(root, "demo")
@@ -636,7 +732,9 @@ def test_demo_runs_twice_on_a_temp_store_storing_each_tool_result_once(root: Pat
     assert second.exit_code == ExitCode.OK
     sample_ref = str(cargohold.Ref.of(sample_bytes()))
     log_ref = str(cargohold.Ref.of(batch_log()))
-    listed = json_out(run(root, "ls", "--json"))
+    session = DEMO_SESSION.search(second.stdout)
+    assert session is not None
+    listed = json_out(run(root, "ls", "--json", session=session.group()))
     assert sorted((r["ref"], r["media_type"], r["tool"]) for r in listed) == sorted(
         [
             (sample_ref, "application/json", "list_orders"),
@@ -649,6 +747,53 @@ def test_demo_runs_twice_on_a_temp_store_storing_each_tool_result_once(root: Pat
     assert log_ref in first.stdout
     assert "offloaded" in first.stdout
     assert "stale" in first.stdout
+
+
+def test_demo_runs_in_a_fresh_session_of_its_own_each_time(root: Path) -> None:
+    first = run(root, "demo")
+    second = run(root, "demo")
+
+    sessions = [DEMO_SESSION.findall(result.stdout) for result in (first, second)]
+    assert sessions[0]
+    assert sessions[1]
+    assert len(set(sessions[0])) == len(set(sessions[1])) == 1
+    assert sessions[0][0] != sessions[1][0]
+    assert json_out(run(root, "ls", "--json")) == []  # the caller's own session is untouched
+
+
+def test_a_second_demo_run_on_the_default_store_tells_the_same_story(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    runner = CliRunner()
+
+    first = runner.invoke(cli, ["demo"], catch_exceptions=False)
+    second = runner.invoke(cli, ["demo"], catch_exceptions=False)
+
+    assert first.exit_code == second.exit_code == ExitCode.OK
+    assert "offloaded" in second.stdout
+    assert DEMO_SESSION.sub("demo-<id>", first.stdout) == DEMO_SESSION.sub(
+        "demo-<id>", second.stdout
+    )
+
+
+def test_the_command_the_demo_suggests_is_on_one_line_and_works_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    runner = CliRunner()  # not a terminal: rich would wrap at 80 columns
+
+    shown = runner.invoke(cli, ["demo"], catch_exceptions=False)
+    lines = [line for line in shown.stdout.splitlines() if "cargohold --session" in line]
+    assert len(lines) == 1
+    command = shlex.split(lines[0].partition(": ")[2])
+    followed = runner.invoke(cli, [*command[1:], "--json"], catch_exceptions=False)
+
+    assert command[0] == "cargohold"
+    assert followed.exit_code == ExitCode.OK
+    assert json.loads(followed.stdout)["ref"] == str(cargohold.Ref.of(batch_log()))
 
 
 def test_demo_logs_one_event_per_decision(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -116,7 +117,16 @@ def test_read_bytes_prints_a_genuine_recovered_segment_of_the_exact_bytes(root: 
     assert segment.exit_code == ExitCode.OK
     assert info is not None
     assert info.span == f"bytes 10-200 of {len(LOG.encode())}"
-    assert raw.stdout == LOG[10:200] + "\n"
+    assert LOG[10:200].endswith("\n")
+    assert raw.stdout == LOG[10:200]  # no second newline after the one the answer ends with
+
+
+def test_raw_adds_a_newline_only_to_an_answer_without_one(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    raw = run(root, "read", ref, "--bytes", "10:199", "--raw")
+
+    assert raw.stdout == LOG[10:199] + "\n"
 
 
 def test_read_lines_returns_exactly_those_lines(root: Path) -> None:
@@ -124,7 +134,7 @@ def test_read_lines_returns_exactly_those_lines(root: Path) -> None:
 
     result = run(root, "read", ref, "--lines", "1499:1500", "--raw")
 
-    assert result.stdout == "".join(LOG.splitlines(keepends=True)[1498:1500]) + "\n"
+    assert result.stdout == "".join(LOG.splitlines(keepends=True)[1498:1500])
 
 
 def test_read_over_its_budget_exits_7_and_prints_nothing(root: Path) -> None:
@@ -134,6 +144,34 @@ def test_read_over_its_budget_exits_7_and_prints_nothing(root: Path) -> None:
 
     assert result.exit_code == ExitCode.OVER_BUDGET
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "fits"),
+    [
+        ([], ["--bytes", "0:16384"]),
+        (["--bytes", "1000:", "--budget", "500"], ["--bytes", "1000:1500"]),
+        (["--lines", "10:", "--budget", "4096"], ["--lines", "10:"]),
+    ],
+)
+def test_a_read_over_its_budget_says_which_range_fits_and_that_range_reads(
+    root: Path, args: list[str], fits: list[str]
+) -> None:
+    ref = offloaded_ref(root, LOG)
+    budget = args[args.index("--budget") + 1 :][:1] if "--budget" in args else []
+
+    refused = run(root, "read", ref, *args, "--json")
+    plain = run(root, "read", ref, *args)
+    data = json.loads(refused.stdout)
+    followed = run(root, "read", ref, *data["fits"], *(["--budget", *budget] if budget else []))
+
+    assert refused.exit_code == plain.exit_code == ExitCode.OVER_BUDGET
+    assert data["outcome"] == "over_budget"
+    assert data["fits"][0] == fits[0]
+    assert data["fits"][1].startswith(fits[1])
+    assert plain.stdout == ""
+    assert " ".join(data["fits"]) in plain.stderr
+    assert followed.exit_code == ExitCode.OK
 
 
 def test_read_with_both_bytes_and_lines_is_a_usage_error(root: Path) -> None:
@@ -158,7 +196,64 @@ def test_grep_finds_the_error_line_with_its_number(root: Path) -> None:
 
     assert result.exit_code == ExitCode.OK
     assert result.stdout.startswith("1500: 2026-11-29T03:00:00Z ERROR job failed")
-    assert "[1 matching lines; 1 shown]" in result.stdout
+    assert result.stdout.endswith("[1 matching line; 1 shown]\n")
+
+
+def test_grep_counts_in_the_plural_from_two_matches(root: Path) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    result = run(root, "grep", ref, "step=(7|8) ok", "--json")
+
+    data = json.loads(result.stdout)
+    assert data["span"] == "grep 2 matching lines"
+    assert data["content"].endswith("[2 matching lines; 2 shown]")
+
+
+@pytest.mark.parametrize("command", ["read", "grep", "query"])
+def test_the_reading_commands_accept_a_unique_prefix_of_the_reference(
+    root: Path, command: str
+) -> None:
+    ref = offloaded_ref(root, ORDERS)
+    offloaded_ref(root, LOG)
+    argument = {"read": ["--bytes", "0:10"], "grep": ["refunded"], "query": ["length(@)"]}
+    digest = ref.removeprefix("artifact://sha256/")
+
+    by_prefix = run(root, command, digest[:8], *argument[command], "--json")
+    by_ref = run(root, command, ref, *argument[command], "--json")
+
+    assert by_prefix.exit_code == ExitCode.OK
+    assert json.loads(by_prefix.stdout)["content"] == json.loads(by_ref.stdout)["content"]
+    assert json.loads(by_prefix.stdout)["ref"] == ref
+
+
+@pytest.mark.parametrize(
+    ("text", "media_type", "kind"),
+    [
+        (LOG, None, "log"),
+        (ORDERS, "application/json", "json"),
+        (
+            "import os\n\n\ndef main() -> None:\n    print(os.getcwd())\n" * 900,
+            "text/x-python",
+            "code (python)",
+        ),
+    ],
+)
+def test_show_prints_the_kind_the_stub_printed(
+    root: Path, text: str, media_type: str | None, kind: str
+) -> None:
+    args = ["--media-type", media_type] if media_type else []
+    stub = run(root, "offload", "-", *args, input=text).stdout
+    stated = re.search(r"^kept out of context \| kind (.+) \| class ", stub, re.MULTILINE)
+    assert stated is not None
+    ref = cargohold.parse_stub(stub.rstrip("\n"))
+    assert ref is not None
+
+    shown = json.loads(run(root, "show", str(ref.ref), "--json").stdout)
+    plain = run(root, "show", str(ref.ref)).stdout
+
+    assert stated.group(1) == kind
+    assert shown["kind"] == stated.group(1)
+    assert re.search(rf"^kind +{re.escape(stated.group(1))}$", plain, re.MULTILINE)
 
 
 def test_grep_with_an_invalid_pattern_is_a_usage_error(root: Path) -> None:
@@ -209,8 +304,21 @@ def test_events_tail_limits_the_listing(root: Path) -> None:
 
     result = run(root, "events", "--tail", "2")
 
+    lines = result.stdout.splitlines()
     assert result.exit_code == ExitCode.OK
-    assert len(result.stdout.splitlines()) == 2
+    assert len(lines) == 3
+    assert lines[0].split() == [
+        "TIME",
+        "SEQ",
+        "OPERATION",
+        "OUTCOME",
+        "REASON",
+        "BYTES",
+        "LIMIT",
+        "TOOL",
+        "REF",
+    ]
+    assert [line.split()[2:4] for line in lines[1:]] == [["offload", "inline"]] * 2
 
 
 def test_the_budget_choices_are_exactly_the_stub_budgets() -> None:

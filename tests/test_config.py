@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -306,3 +308,115 @@ def test_the_settings_repr_names_no_owner_and_no_store_url(project: Path) -> Non
     for secret in ("hunter2", "db.internal", "tenant-q1", "user-q2", "session-q3"):
         assert secret not in shown
     assert settings.store == "postgresql://ana:hunter2@db.internal/agents"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"colour": "blue"}, "colour"),
+        ({"read_budget": 2 * 1024 * 1024}, "read_budget"),
+        ({"read_budget": 0}, "read_budget"),
+        ({"budget": "huge"}, "budget"),
+        ({"heavy_threshold": True}, "heavy_threshold"),
+        ({"window_margin": -1}, "window_margin"),
+        ({"tool_thresholds": {"fetch": 0}}, "tool_thresholds.fetch"),
+        ({"model_windows": {"acme-1": "wide"}}, "model_windows.acme-1"),
+        ({"tool_thresholds": 5}, "tool_thresholds"),
+        ({"default_ttl": float("nan")}, "default_ttl"),
+    ],
+)
+def test_a_configuration_error_names_the_offending_key(
+    project: Path, overrides: dict[str, object], key: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(overrides, environ={}, cwd=project)
+
+    assert str(raised.value).startswith(f"invalid configuration: {key}: ")
+
+
+def test_every_problem_of_a_configuration_is_reported_at_once(project: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings({"session_objects": "many", "default_ttl": "soon"}, environ={}, cwd=project)
+
+    assert "session_objects: " in str(raised.value)
+    assert "default_ttl: " in str(raised.value)
+
+
+def test_environment_text_becomes_numbers_and_mappings_of_positive_integers(
+    project: Path,
+) -> None:
+    settings = load_settings(
+        environ={
+            "CARGOHOLD_READ_BUDGET": " 1048576 ",
+            "CARGOHOLD_DEFAULT_TTL": "60.5",
+            "CARGOHOLD_BUDGET": "light",
+            "CARGOHOLD_TOOL_THRESHOLDS": "fetch=65536, grep = 8192",
+        },
+        cwd=project,
+    )
+
+    assert settings.read_budget == 1024 * 1024
+    assert settings.limits.default_ttl == 60.5
+    assert settings.budget == "light"
+    assert settings.tool_thresholds == {"fetch": 65536, "grep": 8192}
+
+
+def test_loading_settings_does_not_import_pydantic(project: Path) -> None:
+    # pydantic costs every store command of the CLI tens of milliseconds at start-up.
+    code = (
+        "import sys, cargohold\n"
+        "cargohold.load_settings({'session_objects': '3'}, environ={})\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=project
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_sliding_ttl_is_off_unless_configured(project: Path) -> None:
+    assert load_settings(environ={}, cwd=project).sliding_ttl is False
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("true", True), ("1", True), (" TRUE ", True), ("false", False), ("0", False)],
+)
+def test_sliding_ttl_is_read_from_the_environment_as_true_false_1_or_0(
+    project: Path, value: str, expected: bool
+) -> None:
+    settings = load_settings(environ={"CARGOHOLD_SLIDING_TTL": value}, cwd=project)
+
+    assert settings.sliding_ttl is expected
+
+
+def test_sliding_ttl_follows_the_usual_precedence(project: Path) -> None:
+    _write(project / "cargohold.toml", "sliding_ttl = true\n")
+
+    assert load_settings(environ={}, cwd=project).sliding_ttl is True
+    env = {"CARGOHOLD_SLIDING_TTL": "false"}
+    assert load_settings(environ=env, cwd=project).sliding_ttl is False
+    explicit = load_settings({"sliding_ttl": True}, environ=env, cwd=project)
+    assert explicit.sliding_ttl is True
+
+
+@pytest.mark.parametrize("text", ["sliding_ttl = 1", "sliding_ttl = 'yes'"])
+def test_a_sliding_ttl_that_is_not_a_boolean_is_a_configuration_error(
+    project: Path, text: str
+) -> None:
+    _write(project / "cargohold.toml", text + "\n")
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={}, cwd=project)
+
+    assert "sliding_ttl: " in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "2"])
+def test_a_sliding_ttl_variable_other_than_true_false_1_or_0_is_a_configuration_error(
+    project: Path, value: str
+) -> None:
+    with pytest.raises(ConfigError):
+        load_settings(environ={"CARGOHOLD_SLIDING_TTL": value}, cwd=project)

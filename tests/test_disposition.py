@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _require import require
 from cargohold import Offloader, OffloadOutcome, UsageError, parse_stub
 from cargohold.guard import (
     INLINE,
@@ -194,9 +195,9 @@ def test_tool_routes_the_stored_attachment_to_the_named_tool() -> None:
 
 # -- provider_native ------------------------------------------------------------------------------
 
-openai = pytest.importorskip("openai")
-anthropic = pytest.importorskip("anthropic")
-httpx2 = pytest.importorskip("httpx2")
+openai = require("openai", "openai")
+anthropic = require("anthropic", "anthropic")
+httpx2 = require("httpx2", "openai")  # the HTTP client openai 3.x and anthropic 2.x build on
 
 
 class FilesApi:

@@ -6,10 +6,12 @@ import copy
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from _require import require
 from cargohold import GuardOutcome, Operation, Reason
 from cargohold.guard import (
     ContextLeakError,
@@ -29,7 +31,7 @@ from guard_fixtures import (
     stub,
 )
 
-langchain_messages = pytest.importorskip("langchain_core.messages")
+langchain_messages = require("langchain_core.messages", "langchain")
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fetch_page", "arguments": "{}"}}
 
@@ -250,9 +252,42 @@ def test_sizes_are_utf8_bytes_not_characters() -> None:
     Guard().check(chat({"role": "user", "content": "é" * (15 * KiB)}), format="openai-chat")
 
 
-def test_a_part_just_below_the_threshold_passes_and_at_it_leaks() -> None:
-    Guard().check(chat({"role": "user", "content": raw(THRESHOLD - 1)}), format="openai-chat")
-    assert leak(chat({"role": "user", "content": raw(THRESHOLD)}), "openai-chat").findings
+@pytest.mark.parametrize(
+    ("content", "path"),
+    [
+        pytest.param(raw, "messages[0].content", id="string"),
+        pytest.param(
+            lambda size: [{"type": "text", "text": raw(size)}],
+            "messages[0].content[0].text",
+            id="text-part",
+        ),
+    ],
+)
+def test_a_part_just_below_the_threshold_passes_and_at_it_leaks(
+    content: Callable[[int], Any], path: str
+) -> None:
+    Guard().check(chat({"role": "user", "content": content(THRESHOLD - 1)}), format="openai-chat")
+    error = leak(chat({"role": "user", "content": content(THRESHOLD)}), "openai-chat")
+    assert [(f.path, f.size) for f in error.findings] == [(path, THRESHOLD)]
+
+
+def _tool_result_in_two_parts(total: int) -> dict[str, Any]:
+    """A tool result of two text parts, each far below the threshold, whose leaf strings add up
+    to ``total`` bytes (each part's ``"type": "text"`` is a leaf of the result too)."""
+    texts = total - 2 * len("text")
+    parts = [{"type": "text", "text": raw(size)} for size in (texts // 2, texts - texts // 2)]
+    return chat(
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "content": parts},
+    )
+
+
+def test_a_tool_result_split_in_parts_just_below_the_threshold_passes_and_at_it_leaks() -> None:
+    Guard().check(_tool_result_in_two_parts(THRESHOLD - 1), format="openai-chat")
+    error = leak(_tool_result_in_two_parts(THRESHOLD), "openai-chat")
+    assert [(f.path, f.size, f.tool, f.where) for f in error.findings] == [
+        ("messages[1].content", THRESHOLD, "fetch_page", "tool_result")
+    ]
 
 
 def test_the_threshold_is_configurable() -> None:
@@ -395,7 +430,7 @@ def test_openai_responses_leaks_are_found_where_they_hide(
 
 
 def test_responses_items_passed_back_as_sdk_models_are_walked() -> None:
-    types = pytest.importorskip("openai.types.responses")
+    types = require("openai.types.responses", "openai")
     item = types.ResponseFunctionToolCall(
         type="function_call", call_id="fc_1", name="save_file", arguments=json.dumps([raw()])
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _require import require
 from cargohold import GuardOutcome, UsageError
 from cargohold.guard import (
     ContextLeakError,
@@ -22,9 +23,9 @@ from cargohold.guard import (
 )
 from guard_fixtures import raw, reporter, stub
 
-openai = pytest.importorskip("openai")
-anthropic = pytest.importorskip("anthropic")
-httpx2 = pytest.importorskip("httpx2")
+openai = require("openai", "openai")
+anthropic = require("anthropic", "anthropic")
+httpx2 = require("httpx2", "openai")  # the HTTP client openai 3.x and anthropic 2.x build on
 
 CHAT_REPLY = {
     "id": "chatcmpl-1",

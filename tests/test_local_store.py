@@ -419,6 +419,7 @@ VERBS: dict[str, Verb] = {
     "put-new": lambda s, r: s.put(ALICE, b"new bytes", _request()),
     "put-existing": lambda s, r: s.put(ALICE, b"stored bytes" * 9000, _request()),
     "stat": lambda s, r: s.stat(ALICE, r),
+    "touch": lambda s, r: s.touch(ALICE, r),
     "read": lambda s, r: s.read(ALICE, r),
     "read-range": lambda s, r: s.read(ALICE, r, start=CHUNK - 1, end=CHUNK + 1),
     "artifacts": lambda s, r: s.artifacts(ALICE),
@@ -515,3 +516,40 @@ def test_every_verb_of_a_closed_store_is_a_usage_error(local_store: LocalStore, 
 
     with pytest.raises(UsageError):
         VERBS[verb](local_store, ref)
+
+
+# -- touch against gc -----------------------------------------------------------------------
+
+
+class _GcBeforeTheUpdate:
+    """The index connection, deleting every row expired at ``at`` (as a gc running then would)
+    just before touch's UPDATE: the interleaving of a lookup and an update that are not one
+    transaction, forced deterministically."""
+
+    def __init__(self, db: sqlite3.Connection, at: float) -> None:
+        self._db = db
+        self._at = at
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        if sql.startswith("UPDATE artifacts SET expires"):
+            self._db.execute("DELETE FROM artifacts WHERE expires <= ?", (self._at,))
+        return self._db.execute(sql, params)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+def test_a_touch_whose_row_gc_deleted_before_the_update_is_not_resolved(
+    local_store: LocalStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    ref = scoped.put(b"collected under the touch", ttl=100).ref
+    clock.advance(99)  # alive when the touch looks it up; expired for a gc one second later
+    monkeypatch.setattr(local_store, "_db", _GcBeforeTheUpdate(local_store._db, clock() + 1))
+
+    result = scoped.touch(ref, ttl=1000)
+
+    assert result.outcome is ReadOutcome.MISSING
+    assert (result.data, result.record) == (None, None)
+    monkeypatch.undo()
+    assert scoped.stat(ref).outcome is ReadOutcome.MISSING

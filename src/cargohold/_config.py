@@ -13,86 +13,183 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     max_artifact_bytes = 16777216                                 CARGOHOLD_MAX_ARTIFACT_BYTES
     session_bytes, session_objects, store_bytes, store_objects   CARGOHOLD_SESSION_BYTES ...
     default_ttl = 86400    max_ttl = 604800   (seconds)          CARGOHOLD_DEFAULT_TTL ...
+    sliding_ttl = false    (true: each resolved read extends the life)  CARGOHOLD_SLIDING_TTL
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import getpass
+import math
 import os
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cargohold._errors import CargoholdError, ConfigError
 from cargohold._records import Limits
 from cargohold._scope import Scope, check_part
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
 ENV_PREFIX = "CARGOHOLD_"
 DEFAULT_TENANT = "local"
 DEFAULT_SESSION = "default"
+MAX_READ_BUDGET = 1024 * 1024
+"""The largest read budget a configuration may set (1 MiB, as every read answer)."""
 
 
 _DEFAULTS = Limits()
-_KEYS = (
-    "store",
-    "tenant",
-    "user",
-    "session",
-    "max_artifact_bytes",
-    "session_bytes",
-    "session_objects",
-    "store_bytes",
-    "store_objects",
-    "default_ttl",
-    "max_ttl",
-    "heavy_threshold",
-    "tool_thresholds",
-    "budget",
-    "read_budget",
-    "events_log",
-    "window_margin",
-    "model_windows",
-)
+_BUDGETS = ("light", "balanced", "strong", "max")
 
 
-@functools.cache
-def _model() -> type[BaseModel]:
-    """The validating model, built on first use: pydantic costs a CLI start-up ~150 ms."""
-    from typing import Literal
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
 
-    from pydantic import BaseModel, ConfigDict, Field
 
-    class Model(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+def _integer(value: object) -> int:
+    # A number from a file, or its text from an environment variable; never a bool (TOML's
+    # `true` is not a byte count) and never a fractional number.
+    if isinstance(value, bool):
+        raise ValueError("must be an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError("must be an integer")
 
-        store: str | None = None
-        tenant: str | None = None
-        user: str | None = None
-        session: str | None = None
-        max_artifact_bytes: int = Field(default=_DEFAULTS.max_artifact_bytes, gt=0)
-        session_bytes: int = Field(default=_DEFAULTS.session_bytes, gt=0)
-        session_objects: int = Field(default=_DEFAULTS.session_objects, gt=0)
-        store_bytes: int = Field(default=_DEFAULTS.store_bytes, gt=0)
-        store_objects: int = Field(default=_DEFAULTS.store_objects, gt=0)
-        default_ttl: float = Field(default=_DEFAULTS.default_ttl, gt=0)
-        max_ttl: float = Field(default=_DEFAULTS.max_ttl, gt=0)
-        heavy_threshold: int = Field(default=32 * 1024, gt=0)
-        tool_thresholds: dict[str, int] = Field(default_factory=dict)
-        budget: Literal["light", "balanced", "strong", "max"] = "balanced"
-        read_budget: int = Field(default=16 * 1024, gt=0, le=1024 * 1024)
-        events_log: str | None = None
-        window_margin: int = Field(default=4096, ge=0)
-        model_windows: dict[str, int] = Field(default_factory=dict)
 
-    assert tuple(Model.model_fields) == _KEYS
-    return Model
+def _number(value: object) -> float:
+    if isinstance(value, bool):
+        raise ValueError("must be a number")
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise ValueError("must be a number") from None
+    else:
+        raise ValueError("must be a number")
+    if not math.isfinite(number):
+        raise ValueError("must be a finite number")
+    return number
+
+
+def _positive(convert: Callable[[object], Any], *, most: int | None = None) -> Callable[..., Any]:
+    def check(value: object) -> Any:
+        number = convert(value)
+        if number <= 0:
+            raise ValueError("must be greater than 0")
+        if most is not None and number > most:
+            raise ValueError(f"must be at most {most}")
+        return number
+
+    return check
+
+
+def _not_negative(value: object) -> int:
+    number = _integer(value)
+    if number < 0:
+        raise ValueError("must be 0 or more")
+    return number
+
+
+def _boolean(value: object) -> bool:
+    # TOML's true/false, or an environment variable's text; never a number from a file.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+    raise ValueError("must be true or false (1 or 0 in the environment)")
+
+
+def _budget(value: object) -> str:
+    if value not in _BUDGETS:
+        raise ValueError(f"must be one of {', '.join(_BUDGETS)}")
+    return str(value)
+
+
+class _EntryError(ValueError):
+    """A problem with one entry of a mapping key, reported as ``key.entry: problem``."""
+
+    def __init__(self, entry: str, problem: str) -> None:
+        super().__init__(problem)
+        self.entry = entry
+
+
+def _sizes(value: object) -> dict[str, int]:
+    """A mapping of names to positive integers (``tool_thresholds``, ``model_windows``)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("must be a table of name = positive integer")
+    checked: dict[str, int] = {}
+    for name, size in value.items():
+        if not isinstance(name, str):
+            raise ValueError("must be a table of name = positive integer")
+        try:
+            checked[name] = _positive(_integer)(size)
+        except ValueError as exc:
+            raise _EntryError(name, str(exc)) from None
+    return checked
+
+
+_Check = Callable[[object], Any]
+_SCHEMA: dict[str, tuple[_Check, Any]] = {
+    "store": (_text, None),
+    "tenant": (_text, None),
+    "user": (_text, None),
+    "session": (_text, None),
+    "max_artifact_bytes": (_positive(_integer), _DEFAULTS.max_artifact_bytes),
+    "session_bytes": (_positive(_integer), _DEFAULTS.session_bytes),
+    "session_objects": (_positive(_integer), _DEFAULTS.session_objects),
+    "store_bytes": (_positive(_integer), _DEFAULTS.store_bytes),
+    "store_objects": (_positive(_integer), _DEFAULTS.store_objects),
+    "default_ttl": (_positive(_number), _DEFAULTS.default_ttl),
+    "max_ttl": (_positive(_number), _DEFAULTS.max_ttl),
+    "sliding_ttl": (_boolean, False),
+    "heavy_threshold": (_positive(_integer), 32 * 1024),
+    "tool_thresholds": (_sizes, {}),
+    "budget": (_budget, "balanced"),
+    "read_budget": (_positive(_integer, most=MAX_READ_BUDGET), 16 * 1024),
+    "events_log": (_text, None),
+    "window_margin": (_not_negative, 4096),
+    "model_windows": (_sizes, {}),
+}
+"""Every configuration key: its check (which also converts environment text) and its default.
+
+Checked by hand rather than by a pydantic model: importing pydantic cost every CLI command that
+opens the store ~60 ms of its ~200 ms start-up, for eighteen flat keys.
+"""
+_KEYS = tuple(_SCHEMA)
+
+
+def _validate(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every key checked and converted, defaults filled in; all problems in one ConfigError."""
+    problems = [f"{key}: unknown key" for key in values if key not in _SCHEMA]
+    checked: dict[str, Any] = {}
+    for key, (check, default) in _SCHEMA.items():
+        if key not in values:
+            checked[key] = default
+            continue
+        try:
+            checked[key] = check(values[key])
+        except _EntryError as exc:
+            problems.append(f"{key}.{exc.entry}: {exc}")
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
+    if problems:
+        raise ConfigError(f"invalid configuration: {'; '.join(problems)}")
+    return checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +202,9 @@ class Settings:
         user: User for such surfaces; defaults to the OS user name.
         session: Session for such surfaces; defaults to ``default``.
         limits: Store limits.
+        sliding_ttl: Whether each resolved read through a :class:`~cargohold.Hold` extends the
+            artifact's life by the TTL again (off by default: bytes live their TTL from the
+            last write, however often they are read).
         heavy_threshold: Results of at least this many bytes are offloaded (32 KiB).
         tool_thresholds: Per-tool heavy thresholds.
         budget: The default stub budget (``light``, ``balanced``, ``strong``, ``max``).
@@ -122,6 +222,7 @@ class Settings:
     user: str = dataclasses.field(repr=False)
     session: str = dataclasses.field(repr=False)
     limits: Limits
+    sliding_ttl: bool = False
     heavy_threshold: int = 32 * 1024
     tool_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
     budget: str = "balanced"
@@ -150,6 +251,8 @@ def _find_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only when there is a file to read: most runs of the CLI find none
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -223,48 +326,43 @@ def load_settings(
         found = _find_file(Path(cwd) if cwd is not None else Path.cwd())
         if found is not None:
             source, file_values = found
+    if not isinstance(file_values, dict):
+        raise ConfigError("invalid configuration: [tool.cargohold] must be a table")
     merged: dict[str, Any] = {**file_values, **_from_env(env)}
     merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    from pydantic import ValidationError
-
+    model = _validate(merged)
     try:
-        model: Any = _model().model_validate(merged)
         limits = Limits(
-            max_artifact_bytes=model.max_artifact_bytes,
-            session_bytes=model.session_bytes,
-            session_objects=model.session_objects,
-            store_bytes=model.store_bytes,
-            store_objects=model.store_objects,
-            default_ttl=model.default_ttl,
-            max_ttl=model.max_ttl,
+            max_artifact_bytes=model["max_artifact_bytes"],
+            session_bytes=model["session_bytes"],
+            session_objects=model["session_objects"],
+            store_bytes=model["store_bytes"],
+            store_objects=model["store_objects"],
+            default_ttl=model["default_ttl"],
+            max_ttl=model["max_ttl"],
         )
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
-            for err in exc.errors(include_input=False)
-        )
-        raise ConfigError(f"invalid configuration: {problems}") from None
     except CargoholdError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
     for part in ("tenant", "user", "session"):
-        value = getattr(model, part)
+        value = model[part]
         if value is not None:
             try:
                 check_part(part, value, required=True)
             except CargoholdError as exc:
                 raise ConfigError(f"invalid configuration: {part}: {exc}") from None
     return Settings(
-        store=model.store or None,
-        tenant=model.tenant or DEFAULT_TENANT,
-        user=model.user or _default_user(),
-        session=model.session or DEFAULT_SESSION,
+        store=model["store"] or None,
+        tenant=model["tenant"] or DEFAULT_TENANT,
+        user=model["user"] or _default_user(),
+        session=model["session"] or DEFAULT_SESSION,
         limits=limits,
-        heavy_threshold=model.heavy_threshold,
-        tool_thresholds=dict(model.tool_thresholds),
-        budget=model.budget,
-        read_budget=model.read_budget,
-        events_log=model.events_log or None,
-        window_margin=model.window_margin,
-        model_windows=dict(model.model_windows),
+        sliding_ttl=model["sliding_ttl"],
+        heavy_threshold=model["heavy_threshold"],
+        tool_thresholds=dict(model["tool_thresholds"]),
+        budget=model["budget"],
+        read_budget=model["read_budget"],
+        events_log=model["events_log"] or None,
+        window_margin=model["window_margin"],
+        model_windows=dict(model["model_windows"]),
         source=source,
     )

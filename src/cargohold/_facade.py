@@ -80,6 +80,17 @@ class ScopedStore:
         """The record of ``ref`` if this scope may see it; never reads the bytes."""
         return self._store.stat(self._scope, as_ref(ref))
 
+    def touch(self, ref: Ref | str, ttl: float | None = None) -> ReadResult:
+        """Keep ``ref`` alive for at least ``ttl`` more seconds (the store's default TTL when
+        ``None``); never shortens its life and never revives an expired one.
+
+        The outcome is :meth:`stat`'s, with the updated record when ``resolved``; never bytes.
+
+        Raises:
+            UsageError: a ``ttl`` that is not positive or is over the store's ``max_ttl``.
+        """
+        return self._store.touch(self._scope, as_ref(ref), ttl)
+
     def read(
         self,
         ref: Ref | str,

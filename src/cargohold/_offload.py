@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cargohold._cpu import CPU_BOUND
 from cargohold._errors import (
     CargoholdError,
     LimitExceededError,
@@ -237,16 +238,17 @@ class Offloader:
         except (RejectedError, StoreError) as exc:
             return self._withheld(exc, size, limit, media, tool, family)
         # Only now, with the exact bytes durable, is a projection made.
-        stub = render_stub(
-            data,
-            put.ref,
-            media_type=put.record.media_type,
-            tool=tool,
-            complete=complete,
-            budget=self._budget if budget is None else Budget.parse(budget),
-            failed=failed,
-            read_tools=self._read_tools,
-        )
+        with CPU_BOUND:
+            stub = render_stub(
+                data,
+                put.ref,
+                media_type=put.record.media_type,
+                tool=tool,
+                complete=complete,
+                budget=self._budget if budget is None else Budget.parse(budget),
+                failed=failed,
+                read_tools=self._read_tools,
+            )
         outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
         reason = Reason.IDENTICAL_CONTENT if put.existing else Reason.AT_OR_ABOVE_THRESHOLD
         event = self._event(

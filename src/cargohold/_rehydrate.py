@@ -21,6 +21,7 @@ import jmespath
 import jmespath.exceptions
 import re2
 
+from cargohold._cpu import CPU_BOUND
 from cargohold._errors import ReadError, UsageError
 from cargohold._events import (
     ContentKind,
@@ -107,16 +108,21 @@ class RehydrateResult:
 
 
 def _text_slice(raw: bytes, start: int) -> tuple[str, int, int] | None:
-    """``raw`` as text, trimmed to whole UTF-8 characters at its edges, or ``None`` if binary.
+    """``raw`` as text, trimmed to whole UTF-8 characters at its end, or ``None`` if binary
+    (or if it starts inside a character).
 
-    Returns the text and the exact byte span it covers.
+    Returns the text and the exact byte span it covers, which always starts at ``start``.
     """
+    if raw and (raw[0] & 0xC0) == 0x80:
+        # The range starts inside a character. Skipping to the next whole one would leave those
+        # bytes in no answer when a client pages through the body: give this page as base64.
+        return None
+    body = raw
     lead = 0
-    while lead < min(3, len(raw)) and (raw[lead] & 0xC0) == 0x80:
-        lead += 1
-    body = raw[lead:]
     for trim in range(4):
         piece = body[: len(body) - trim] if trim else body
+        if raw and not piece:  # only partial characters: as text they would never be returned
+            return None
         try:
             text = piece.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -243,13 +249,17 @@ class Rehydrator:
         if result.outcome is ReadOutcome.OVER_BUDGET and result.record is not None:
             size = result.record.size
             stop = size if end is None else min(end, size)
+            # binary comes back as base64 (4 bytes per 3): a first page of ``limit`` bytes fits
+            # only if it is text, so look at it before suggesting it
+            probe = self._store.read(ref, start=result.start, end=result.start + limit)
+            binary = probe.data is not None and _text_slice(probe.data, result.start) is None
             return self._decide(
                 ref,
                 result.outcome,
                 limit,
                 answer_bytes=max(0, stop - result.start),
                 size=size,
-                fit=(result.start, limit),
+                fit=(result.start, max(1, limit // 4 * 3) if binary else limit),
             )
         if (
             result.outcome is not ReadOutcome.RESOLVED
@@ -322,7 +332,7 @@ class Rehydrator:
                 limit,
                 answer_bytes=size,
                 size=total,
-                fit=(first, first + max(fitting, 1) - 1),
+                fit=(first, first + fitting - 1) if fitting else None,  # None: one line is over
             )
         span = f"lines {first}-{stop} of {count}"
         return self._decide(
@@ -367,38 +377,43 @@ class Rehydrator:
         result, refused = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
-        shown: list[str] = []
-        used = 0
-        matched = 0
-        reserve = 120  # room for the closing count line
-        text_lines = _split_lines(result.data.decode("utf-8", "replace"))
-        offset = 0  # byte offset of the current line in the body
-        for number, raw_line in enumerate(text_lines, 1):
-            line = raw_line.rstrip("\n")
-            line_start, offset = offset, offset + utf8_len(raw_line)
-            found = regex.search(line)
-            if found is None:
-                continue
-            matched += 1
-            if len(shown) >= max_matches:
-                continue
-            if len(line) <= MAX_LINE_PREVIEW:
-                entries = [f"{number}: {line}\n"]
-            else:  # one excerpt per match (minified JSON, base64), each with its byte offset
-                entries = _excerpts(regex, line, number, line_start, max_matches - len(shown))
-            for entry in entries:
-                cost = utf8_len(entry)
-                if used + cost + reserve > limit:
-                    max_matches = len(shown)  # budget reached: keep counting, stop showing
-                    break
-                shown.append(entry)
-                used += cost
-        noun = "matching line" if matched == 1 else "matching lines"
-        footer = f"[{matched} {noun}; {len(shown)} shown]"
-        text = "".join(shown) + footer
-        if utf8_len(text) > limit:  # a budget too small even for the count line
-            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text))
-        return self._decide(ref, result.outcome, limit, answer=text, span=f"grep {matched} {noun}")
+        with CPU_BOUND:  # a scan of the whole body: see cargohold._cpu
+            shown: list[str] = []
+            used = 0
+            matched = 0
+            reserve = 120  # room for the closing count line
+            text_lines = _split_lines(result.data.decode("utf-8", "replace"))
+            offset = 0  # byte offset of the current line in the body
+            for number, raw_line in enumerate(text_lines, 1):
+                line = raw_line.rstrip("\n")
+                line_start, offset = offset, offset + utf8_len(raw_line)
+                found = regex.search(line)
+                if found is None:
+                    continue
+                matched += 1
+                if len(shown) >= max_matches:
+                    continue
+                if len(line) <= MAX_LINE_PREVIEW:
+                    entries = [f"{number}: {line}\n"]
+                else:  # one excerpt per match (minified JSON, base64), each with its byte offset
+                    entries = _excerpts(regex, line, number, line_start, max_matches - len(shown))
+                for entry in entries:
+                    cost = utf8_len(entry)
+                    if used + cost + reserve > limit:
+                        max_matches = len(shown)  # budget reached: keep counting, stop showing
+                        break
+                    shown.append(entry)
+                    used += cost
+            noun = "matching line" if matched == 1 else "matching lines"
+            footer = f"[{matched} {noun}; {len(shown)} shown]"
+            text = "".join(shown) + footer
+            if utf8_len(text) > limit:  # a budget too small even for the count line
+                return self._decide(
+                    ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text)
+                )
+            return self._decide(
+                ref, result.outcome, limit, answer=text, span=f"grep {matched} {noun}"
+            )
 
     def query(
         self, ref: Ref | str, expression: str, *, budget: int | None = None
@@ -416,7 +431,8 @@ class Rehydrator:
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
         try:
-            document = json.loads(result.data)
+            with CPU_BOUND:  # parsing the whole body: see cargohold._cpu
+                document = json.loads(result.data)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             raise UsageError("the artifact is not JSON; use grep or a line read") from None
         try:

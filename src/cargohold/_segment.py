@@ -43,7 +43,11 @@ def render_segment(ref: Ref, span: str, text: str, budget: int) -> str:
         text: The content, exactly as it enters the conversation.
         budget: The byte budget the caller chose for it (at most 1 MiB).
     """
-    return f"{OPEN} {ref} | {span} | budget {budget} | sha256 {_digest(text)}\n{text}\n{CLOSE}"
+    # Text that ends with its own newline needs no separator before the closing line (a stray
+    # blank line otherwise); the digest tells the two shapes apart when parsing.
+    separator = "" if text.endswith("\n") else "\n"
+    head = f"{OPEN} {ref} | {span} | budget {budget} | sha256 {_digest(text)}"
+    return f"{head}\n{text}{separator}{CLOSE}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +72,15 @@ def parse_segment(text: str) -> SegmentInfo | None:
     match = _FIRST.fullmatch(text[:first_end])
     if match is None:
         return None
-    body = text[first_end + 1 : len(text) - len(CLOSE) - 1]
+    rest = text[first_end + 1 : len(text) - len(CLOSE)]  # ends with "\n" (checked above)
+    digest = match.group(4)
+    body = rest[:-1]  # the text and its separator; or text that ended with its own newline:
+    if _digest(body) != digest:
+        body = rest
+        if _digest(body) != digest:
+            return None
     budget = int(match.group(3))
     size = utf8_len(body)
-    if budget > MAX_READ_BYTES or size > budget or _digest(body) != match.group(4):
+    if budget > MAX_READ_BYTES or size > budget:
         return None
     return SegmentInfo(Ref.parse(match.group(1)), match.group(2), budget, size)

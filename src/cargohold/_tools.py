@@ -422,7 +422,7 @@ class ReadToolset:
             result = self._reader.query(ref, expression, budget=self._budget(args))
         except UsageError as exc:  # not JSON, or the expression failed on this document
             raise _Mistake(
-                f"{exc} Use artifact_grep or artifact_read_lines on a body that is not JSON."
+                f"{exc}. Use artifact_grep or artifact_read_lines on a body that is not JSON."
             ) from None
         return self._answer("artifact_query", result)
 
@@ -497,6 +497,12 @@ def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
     elif tool == "artifact_read_lines" and result.fit is not None:
         first, last = result.fit
         fix = f"Read fewer lines: start_line={first} end_line={last}, then continue from there"
+    elif tool == "artifact_read_lines":
+        fix = (
+            "The first line asked for is longer than the budget by itself: read it in byte "
+            "ranges with artifact_read, or search it with artifact_grep (which names the byte "
+            "offset of each match in a long line)"
+        )
     elif tool == "artifact_grep":
         fix = "Use a larger budget or a narrower pattern"
     else:

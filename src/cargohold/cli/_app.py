@@ -8,7 +8,7 @@ one table in :mod:`cargohold.cli._exit`. An error is one line on stderr, never a
 from __future__ import annotations
 
 import errno
-import json
+import importlib
 import sys
 import time
 from collections.abc import Sequence
@@ -18,20 +18,48 @@ import click
 
 from cargohold import __version__
 from cargohold._errors import LimitExceededError
-from cargohold._records import Sensitivity
+from cargohold._records import ArtifactRecord, Sensitivity
 from cargohold.cli._context import App, fail_outcome, get_app
-from cargohold.cli._db import db
-from cargohold.cli._decisions import events, grep, offload, query, read
-from cargohold.cli._demo import demo
-from cargohold.cli._envelope import envelope
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
-from cargohold.cli._guard import guard
 from cargohold.cli._progress import ProgressBar
 from cargohold.cli._render import guess_media_type, human_bytes, record_fields
 
+_LAZY_COMMANDS = {
+    "db": "cargohold.cli._db",
+    "demo": "cargohold.cli._demo",
+    "envelope": "cargohold.cli._envelope",
+    "events": "cargohold.cli._decisions",
+    "grep": "cargohold.cli._decisions",
+    "guard": "cargohold.cli._guard",
+    "offload": "cargohold.cli._decisions",
+    "query": "cargohold.cli._decisions",
+    "read": "cargohold.cli._decisions",
+}
+"""Commands whose module is imported only when that command runs (or ``--help`` lists them).
+
+Every module here costs each start of the command line a few milliseconds; ``put`` and ``cat``
+pay only for the store. Each module defines its command under the command's own name.
+"""
+
 
 class _Group(click.Group):
-    """A group that turns every error into one stderr line and its exit status."""
+    """A group that turns every error into one stderr line and its exit status.
+
+    It also loads the commands of :data:`_LAZY_COMMANDS` on first use (click's documented
+    lazy-loading pattern: ``list_commands`` and ``get_command``).
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in _LAZY_COMMANDS:
+            loaded = getattr(importlib.import_module(_LAZY_COMMANDS[cmd_name]), cmd_name)
+            if not isinstance(loaded, click.Command):
+                raise TypeError(f"{_LAZY_COMMANDS[cmd_name]}.{cmd_name} is not a click command")
+            command = loaded
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -99,6 +127,7 @@ def cli(
       cargohold read artifact://sha256/<hex> --lines 100:140
       cargohold put orders.json                       # prints artifact://sha256/...
       cargohold cat artifact://sha256/<hex> --range 0:4096
+      cargohold show 9f86d081                         # a unique prefix of a reference
       cargohold --session run-7 ls
     """
     overrides = {"store": store, "tenant": tenant, "user": user, "session": session}
@@ -230,6 +259,9 @@ def _parse_range(
 def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) -> None:
     """Write the exact, verified bytes of REF to stdout.
 
+    REF is a reference (artifact://sha256/<64 hex>), its 64-hex digest, or a prefix of the digest
+    of at least 4 hex digits that names one artifact of this scope (as git resolves commits).
+
     A whole read checks the SHA-256 of the whole body; a range read re-hashes only the chunks it
     touches. Bytes that no longer match their digest are never written (exit 5).
 
@@ -238,9 +270,11 @@ def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) ->
       cargohold cat artifact://sha256/<hex> > copy.json
       cargohold cat artifact://sha256/<hex> --range :4096
       cargohold cat artifact://sha256/<hex> --range 100: --max-bytes 32768
+      cargohold cat 9f86d081 | head
     """
     start, end = span if span is not None else (0, None)
-    result = get_app().scoped.read(ref, start=start, end=end, max_bytes=max_bytes)
+    app = get_app()
+    result = app.scoped.read(app.resolve_ref(ref), start=start, end=end, max_bytes=max_bytes)
     if not result.ok or result.data is None:
         raise fail_outcome(result)
     sys.stdout.flush()  # anything already written as text goes first
@@ -252,6 +286,8 @@ def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) ->
 
 
 def _echo_json(value: object) -> None:
+    import json  # only for --json: the plain commands do not pay for it at start-up
+
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
@@ -259,25 +295,46 @@ def _dash(value: object) -> str:
     return "-" if value is None else str(value)
 
 
+def _stub_kind(app: App, record: ArtifactRecord) -> str | None:
+    """The kind a stub of these bytes states (``log``, ``code (python)``), or ``None``.
+
+    Detection looks at the first 64 KiB only, so only those bytes are read (and verified).
+    """
+    from cargohold.projection import detect
+    from cargohold.projection._detect import SNIFF
+
+    head = app.scoped.read(record.ref, start=0, end=min(SNIFF, record.size))
+    if not head.ok or head.data is None:
+        return None
+    found = detect(head.data, media_type=record.media_type)
+    return f"{found.kind} ({found.detail})" if found.detail else found.kind
+
+
 @cli.command()
 @click.argument("ref")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def show(ref: str, as_json: bool) -> None:
-    """Show the metadata of REF, without reading its bytes.
+    """Show the metadata of REF (a reference, or a unique prefix of its digest).
 
     Shows size, media type, kind, producing tool, sensitivity, whether the body is complete,
-    when it was created and when it expires (UTC), and its classification. An expired artifact
-    is shown, and the exit status is 6.
+    when it was created and when it expires (UTC), and its classification. The kind is the one
+    the producer named (`put --kind`), else the kind a stub of the bytes states (json, log,
+    code (python)...), detected from the first 64 KiB. An expired artifact is shown, and the
+    exit status is 6.
 
     \b
-    Example:
+    Examples:
       cargohold show artifact://sha256/<hex> --json
+      cargohold show 9f86d081
     """
-    result = get_app().scoped.stat(ref)
+    app = get_app()
+    result = app.scoped.stat(app.resolve_ref(ref))
     record = result.record
     if record is None:
         raise fail_outcome(result)
     fields = record_fields(record, now=time.time())
+    if fields["kind"] is None and result.ok:
+        fields["kind"] = _stub_kind(app, record)
     if as_json:
         _echo_json(fields)
     else:
@@ -289,7 +346,7 @@ def show(ref: str, as_json: bool) -> None:
             ("ref", fields["ref"]),
             ("size", size),
             ("media type", record.media_type),
-            ("kind", _dash(record.kind)),
+            ("kind", _dash(fields["kind"])),
             ("tool", _dash(record.tool)),
             ("sensitivity", record.sensitivity.value),
             ("complete", "yes" if record.complete else "no (truncated by its producer)"),
@@ -478,8 +535,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else int(ExitCode.ERROR))
     return 0
-
-
-cli.add_command(demo)
-for _command in (offload, read, grep, query, events, guard, envelope, db):
-    cli.add_command(_command)

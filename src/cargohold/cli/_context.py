@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -10,17 +11,26 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from cargohold._config import Settings, load_settings
-from cargohold._facade import ScopedStore
+from cargohold._errors import UsageError
 from cargohold._records import ReadResult
-from cargohold.cli._exit import OUTCOME_EXIT
+from cargohold._ref import PREFIX
+from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
 from cargohold.cli._render import outcome_message
-from cargohold.store import StoreBackend, open_store
 
 if TYPE_CHECKING:
+    # The store and its facade are imported when a command opens the store, not at start-up:
+    # `cargohold events` and every `--help` never need them.
     from cargohold._events import Reporter
+    from cargohold._facade import ScopedStore
     from cargohold._offload import Offloader
     from cargohold._rehydrate import Rehydrator
     from cargohold._sinks import JsonLinesSink
+    from cargohold.store import StoreBackend
+
+MIN_PREFIX = 4
+"""Fewest hex digits of a reference prefix the command line accepts (as ``git`` does)."""
+_CANDIDATES_SHOWN = 10
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def default_events_path() -> Path:
@@ -64,16 +74,65 @@ class App:
     def store(self) -> StoreBackend:
         """The store the settings name, opened on first use and closed when the command ends."""
         if self._store is None:
+            from cargohold.store import open_store
+
             settings = self.settings
-            self._store = open_store(settings.store, limits=settings.limits)
+            # "" is the embedded default; None would make open_store resolve the settings again.
+            self._store = open_store(settings.store or "", limits=settings.limits)
         return self._store
 
     @property
     def scoped(self) -> ScopedStore:
         """The store bound to the settings' scope."""
         if self._scoped is None:
+            from cargohold._facade import ScopedStore
+
             self._scoped = ScopedStore(self.store, self.settings.scope())
         return self._scoped
+
+    def resolve_ref(self, text: str) -> str:
+        """The reference a command-line argument names, as ``git`` resolves a commit.
+
+        A full reference (``artifact://sha256/<64 hex>``) and anything else that is not lowercase
+        hex pass through unchanged, for the store to parse (a malformed one is a usage error). A
+        bare 64-hex digest is that digest's reference. A shorter hex string of at least
+        :data:`MIN_PREFIX` digits is a prefix, resolved against this scope's artifacts only:
+        one match is that artifact; none ends the command as a missing reference would (exit 3);
+        several are a usage error (exit 2) that lists them.
+        """
+        if not _HEX.fullmatch(text):
+            return text
+        if len(text) == 64:
+            return PREFIX + text
+        if len(text) < MIN_PREFIX:
+            raise UsageError(
+                f"a reference prefix needs at least {MIN_PREFIX} hex digits "
+                "(`cargohold ls` lists the full references)"
+            )
+        if len(text) > 64:
+            return text  # too long to be a digest: the store's parse error says so
+        found = sorted(
+            {str(r.ref) for r in self.scoped.artifacts() if r.ref.digest.startswith(text)}
+        )
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            click.echo(
+                f"cargohold: error: no artifact in this scope has a reference starting with {text}"
+                " (missing)",
+                err=True,
+            )
+            raise click.exceptions.Exit(int(ExitCode.MISSING))
+        click.echo(
+            f"cargohold: error: reference prefix {text} is ambiguous: {len(found)} artifacts in "
+            "this scope match; give more hex digits",
+            err=True,
+        )
+        for ref in found[:_CANDIDATES_SHOWN]:
+            click.echo(f"  {ref}", err=True)
+        if len(found) > _CANDIDATES_SHOWN:
+            click.echo(f"  and {len(found) - _CANDIDATES_SHOWN} more", err=True)
+        raise click.exceptions.Exit(int(ExitCode.USAGE))
 
     @property
     def default_store(self) -> bool:

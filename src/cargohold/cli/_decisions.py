@@ -47,7 +47,34 @@ _RAW_OPTION = click.option(
 )
 
 
-def _finish_read(result: RehydrateResult, *, as_json: bool, raw: bool) -> None:
+def _fits(result: RehydrateResult, lines: bool) -> list[str] | None:
+    """The read options of a range that fits the budget, for an over-budget ``read``."""
+    if result.fit is None:
+        return None
+    first, second = result.fit
+    if lines:  # (start_line, end_line), inclusive
+        return ["--lines", f"{first}:{second}"]
+    return ["--bytes", f"{first}:{first + second}"]  # (offset, length)
+
+
+def _over_budget_line(result: RehydrateResult, fits: list[str] | None, remedy: str) -> str:
+    line = (
+        f"cargohold: error: over budget ({result.answer_bytes:,} bytes > budget "
+        f"{result.budget:,}); "
+    )
+    if fits is not None:
+        line += f"try {' '.join(fits)}, or "
+    return line + f"{remedy}raise --budget (at most {MAX_READ_BYTES:,})"
+
+
+def _finish_read(
+    result: RehydrateResult,
+    *,
+    as_json: bool,
+    raw: bool,
+    fits: list[str] | None = None,
+    remedy: str = "",
+) -> None:
     if as_json:
         _echo_json(
             {
@@ -57,22 +84,23 @@ def _finish_read(result: RehydrateResult, *, as_json: bool, raw: bool) -> None:
                 "span": result.span,
                 "answer_bytes": result.answer_bytes,
                 "budget": result.budget,
+                "fits": fits,
                 "content": result.content,
                 "segment": result.segment,
                 "event": result.event.as_dict(),
             }
         )
     elif result.segment is not None and result.content is not None:
-        click.echo(result.content if raw else result.segment)
+        if raw:  # the answer as it is: no second newline after one it already ends with
+            click.echo(result.content, nl=not result.content.endswith("\n"))
+        else:
+            click.echo(result.segment)
     code = OUTCOME_EXIT[ReadOutcome(result.outcome.value)]
     if result.outcome.value != "resolved":
         if not as_json:
             line = outcome_message(ReadOutcome(result.outcome.value), result.ref)
             if result.outcome.value == "over_budget":
-                line = (
-                    f"cargohold: error: the answer would be {result.answer_bytes:,} bytes, over "
-                    f"the {result.budget:,}-byte budget; ask for less, or raise --budget"
-                )
+                line = _over_budget_line(result, fits, remedy)
             click.echo(line, err=True)
         raise click.exceptions.Exit(int(code))
 
@@ -187,6 +215,9 @@ def read(
 ) -> None:
     """Read part of REF, verified, within a byte budget.
 
+    REF is a reference, its 64-hex digest, or a unique prefix of it (at least 4 hex digits). A
+    read longer than the budget prints nothing and says which range fits (exit 7).
+
     The answer is printed as a recovered segment: marker lines naming the reference, the span
     and the SHA-256 of the text, so the offload seam and the edge guard let it through. Text is
     cut to whole characters (the span says exactly which bytes); binary comes back as base64.
@@ -195,6 +226,7 @@ def read(
     Examples:
       cargohold read artifact://sha256/<hex> --bytes 0:2000
       cargohold read artifact://sha256/<hex> --lines 120:160 --raw
+      cargohold read 9f86d081 --bytes 16384:32768
     """
     if byte_span is not None and line_span is not None:
         raise click.UsageError("give --bytes or --lines, not both")
@@ -202,13 +234,15 @@ def read(
     reader = app.rehydrator()
     budget = budget or app.settings.read_budget
     lines = _span(line_span, "lines")
+    ref = app.resolve_ref(ref)
     if lines is not None:
         result = reader.read_lines(ref, lines[0], lines[1], budget=budget)
     else:
         start, end = _span(byte_span, "bytes") or (0, None)
         length = None if end is None else end - start
         result = reader.read(ref, offset=start, length=length, budget=budget)
-    _finish_read(result, as_json=as_json, raw=raw)
+    fits = _fits(result, lines is not None) if result.outcome.value == "over_budget" else None
+    _finish_read(result, as_json=as_json, raw=raw, fits=fits)
 
 
 @click.command()
@@ -236,6 +270,8 @@ def grep(
 ) -> None:
     """Print the lines of REF matching PATTERN, with their line numbers.
 
+    REF is a reference, its 64-hex digest, or a unique prefix of it (at least 4 hex digits).
+
     PATTERN is a regular expression in RE2 syntax, run by a linear-time engine: no pattern can
     make the search hang. Very long lines are shown as a window around the match.
 
@@ -246,7 +282,7 @@ def grep(
     """
     app = get_app()
     result = app.rehydrator().grep(
-        ref,
+        app.resolve_ref(ref),
         pattern,
         ignore_case=ignore_case,
         max_matches=max_matches,
@@ -264,14 +300,18 @@ def grep(
 def query(ref: str, expression: str, budget: int | None, raw: bool, as_json: bool) -> None:
     """Evaluate a JMESPath EXPRESSION on the JSON artifact REF; print the result as JSON.
 
+    REF is a reference, its 64-hex digest, or a unique prefix of it (at least 4 hex digits).
+
     \b
     Examples:
       cargohold query artifact://sha256/<hex> 'length(@)'
       cargohold query artifact://sha256/<hex> "[?status=='refunded'].id"
     """
     app = get_app()
-    result = app.rehydrator().query(ref, expression, budget=budget or app.settings.read_budget)
-    _finish_read(result, as_json=as_json, raw=raw)
+    result = app.rehydrator().query(
+        app.resolve_ref(ref), expression, budget=budget or app.settings.read_budget
+    )
+    _finish_read(result, as_json=as_json, raw=raw, remedy="select less, or ")
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -319,13 +359,35 @@ def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
     if not found:
         click.echo("cargohold: no events logged yet", err=True)
         return
+    click.echo(click.style(_event_row(_EVENT_HEADER), bold=True))
     for event in found:
-        ref = event.get("ref") or "-"
-        tool = event.get("tool") or "-"
-        click.echo(
-            f"{event.get('time', '-')!s:<24} {event.get('sequence', 0):>5}  "
-            f"{event.get('operation', '?'):<9} "
-            f"{event.get('outcome', '?'):<18} {event.get('reason', '?'):<22} "
-            f"{event.get('observed_bytes', 0):>10,}/{event.get('limit_bytes', 0):<10,} "
-            f"{tool:<16} {ref}"
-        )
+        click.echo(_event_row(event))
+
+
+_EVENT_HEADER = {
+    "time": "TIME",
+    "sequence": "SEQ",
+    "operation": "OPERATION",
+    "outcome": "OUTCOME",
+    "reason": "REASON",
+    "observed_bytes": "BYTES",
+    "limit_bytes": "LIMIT",
+    "tool": "TOOL",
+    "ref": "REF",
+}
+
+
+def _event_row(event: dict[str, Any]) -> str:
+    """One line of ``cargohold events``: fixed columns, numbers right-aligned."""
+
+    def number(key: str) -> str:
+        value = event.get(key, 0)
+        return f"{value:,}" if isinstance(value, int) else str(value)
+
+    return (
+        f"{event.get('time', '-')!s:<24} {number('sequence'):>5}  "
+        f"{event.get('operation', '?')!s:<9} "
+        f"{event.get('outcome', '?')!s:<18} {event.get('reason', '?')!s:<22} "
+        f"{number('observed_bytes'):>10} {number('limit_bytes'):>10}  "
+        f"{event.get('tool') or '-'!s:<16} {event.get('ref') or '-'}"
+    ).rstrip()

@@ -3,11 +3,15 @@
 The agent's tools return real heavy outputs (a generated batch-job log, the shipped orders sample);
 the demo shows the stubs that entered the context instead, explicit verified reads of exact
 slices, deduplication, a tampered blob reading as stale, and the run summary.
+
+Each run works in a fresh session of its own (``demo-<8 hex>``), so every run tells the same
+story: nothing a previous run stored is "already stored" in it.
 """
 
 from __future__ import annotations
 
 import random
+import secrets
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -27,6 +31,13 @@ SAMPLE = "orders.json"
 
 _TASK = "Why did last night's billing batch fail, and how many orders were refunded?"
 _STUB_LINES_SHOWN = 10
+_PREFIX_SHOWN = 12
+"""Hex digits of the log's reference in the command the demo suggests (a unique prefix)."""
+
+
+def demo_session() -> str:
+    """A fresh session name for one run of the demo."""
+    return f"demo-{secrets.token_hex(4)}"
 
 
 def sample_bytes() -> bytes:
@@ -120,23 +131,35 @@ def demo() -> None:
     from rich.console import Console
 
     from cargohold._events import Reporter
-    from cargohold._offload import Offloader
-    from cargohold._rehydrate import Rehydrator
+    from cargohold._facade import ScopedStore
+    from cargohold._offload import HEAVY_THRESHOLD, Offloader
+    from cargohold._rehydrate import DEFAULT_READ_BUDGET, Rehydrator
+    from cargohold._scope import Scope
     from cargohold._sinks import RunSummary
     from cargohold._stub import Budget
 
     app = get_app()
-    console = Console(highlight=False)
+    # soft_wrap: rich never breaks a line; the terminal wraps it, so a command stays pasteable.
+    console = Console(highlight=False, soft_wrap=True)
     summary = RunSummary()
+    settings = app.settings
+    session = demo_session()
+    scoped = ScopedStore(app.store, Scope(settings.tenant, settings.user, session))
     agent = Reporter([app.events_sink, summary], agent_id="demo-agent")
-    offloader = Offloader(app.scoped, budget=Budget.LIGHT, reporter=agent)
-    reader = Rehydrator(app.scoped, reporter=agent)
-    analyst = Rehydrator(app.scoped, reporter=agent.child("log-analyst"))
+    # The story's own settings, whatever the configuration says: the same story on every run.
+    offloader = Offloader(
+        scoped, threshold=HEAVY_THRESHOLD, tool_thresholds={}, budget=Budget.LIGHT, reporter=agent
+    )
+    reader = Rehydrator(scoped, reporter=agent, default_budget=DEFAULT_READ_BUDGET)
+    analyst = Rehydrator(
+        scoped, reporter=agent.child("log-analyst"), default_budget=DEFAULT_READ_BUDGET
+    )
     where = "the embedded local store" if app.default_store else "the store you named"
 
     console.rule("[bold]cargohold demo[/]: a scripted agent run, offline")
     console.print(
-        f"Store: {where}, your scope. Heavy threshold 32 KiB; stubs within 4 KiB (light).\n"
+        f"Store: {where}, in a fresh session of yours, [bold]{session}[/] (one per run).\n"
+        "Heavy threshold 32 KiB; stubs within 4 KiB (light).\n"
         f'Task: [italic]"{_TASK}"[/]\n'
     )
 
@@ -196,11 +219,11 @@ def demo() -> None:
 
     corrupt = getattr(app.store, "corrupt_for_tests", None)
     if corrupt is not None:
-        corrupt(app.scoped.scope.tenant, log.ref, 1000)
+        corrupt(scoped.scope.tenant, log.ref, 1000)
         try:
             stale = reader.read_lines(log.ref, 1, 5)
         finally:
-            corrupt(app.scoped.scope.tenant, log.ref, 1000)  # flip it back
+            corrupt(scoped.scope.tenant, log.ref, 1000)  # flip it back
         console.print(
             "[bold]8[/] a disk fault flips one stored byte of the log; artifact_read_lines(log, "
             f"1, 5) → [red]{stale.outcome.value}[/]: no bytes returned. (Byte restored.)"
@@ -227,8 +250,11 @@ def demo() -> None:
         f"bytes of stubs; {data['recovered_bytes']:,} bytes read back on purpose."
     )
     console.print(
-        "Every decision is one event in the events log: [dim]cargohold events --tail 10[/]\n"
-        f"Read more yourself: [dim]cargohold grep {log.ref} WARN[/]"
+        "Every decision is one event in the events log: [dim]cargohold events --tail 10[/]"
     )
+    if not (settings.store or "").startswith("memory:"):  # a memory store is gone at exit
+        command = f"cargohold --session {session} grep {log.ref.digest[:_PREFIX_SHOWN]} WARN"
+        same_store = "" if app.default_store else " (name the same store)"
+        console.print(f"Read more yourself{same_store}: [dim]{command}[/]")
     if findings:
         raise click.exceptions.Exit(int(ExitCode.ERROR))

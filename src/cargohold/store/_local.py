@@ -28,8 +28,8 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cargohold._errors import (
     CargoholdError,
@@ -63,6 +63,9 @@ from cargohold.store._core import (
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
+
+if TYPE_CHECKING:  # imported when the pool is made: concurrent.futures costs a CLI ~7 ms
+    from concurrent.futures import ThreadPoolExecutor
 
 SCHEMA_VERSION = 1
 STAGING_MAX_AGE = 3600.0
@@ -345,6 +348,8 @@ class LocalStore:
         pending = None
         if len(data) > CHUNK_SIZE:
             if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cargohold-hash")
             pending = self._pool.submit(chunk_digests, data)
         name = f"{os.getpid()}-{threading.get_ident()}-{os.urandom(8).hex()}"
@@ -517,14 +522,7 @@ class LocalStore:
                 (*scope.owner, ref.digest),
             ).fetchone()
             if row is None:
-                # The same query shape whether the tenant never saw the bytes or another tenant
-                # holds them: denial across tenants must look like absence.
-                other = self._index.execute(
-                    "SELECT 1 FROM artifacts WHERE tenant = ? AND digest = ? LIMIT 1",
-                    (scope.tenant, ref.digest),
-                ).fetchone()
-                outcome = ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING
-                return ReadResult(outcome, ref), b""
+                return _absent(self._index, scope, ref), b""
         record = record_from_row(row[:-1])
         if record.expires <= self._clock():
             return ReadResult(ReadOutcome.EXPIRED, ref, record=record), b""
@@ -533,6 +531,41 @@ class LocalStore:
     def stat(self, scope: Scope, ref: Ref) -> ReadResult:
         with _translated():
             return self._lookup(scope, ref)[0]
+
+    def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        extend = self.limits.check_ttl(ttl)
+        with _translated():
+            return self._touch(scope, ref, extend)
+
+    def _touch(self, scope: Scope, ref: Ref, extend: float) -> ReadResult:
+        # Lookup and update share one write transaction, so nothing (gc above all) can come
+        # between them; the UPDATE still repeats the liveness test and its row count is
+        # checked, so the answer stays right even if the two are ever split.
+        with self._write() as db:
+            now = self._clock()
+            row = db.execute(_SELECT_ONE, (*scope.owner, ref.digest)).fetchone()
+            if row is None:
+                return _absent(db, scope, ref)
+            record = record_from_row(row)
+            if record.expires <= now:
+                return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
+            expires = now + extend
+            if expires <= record.expires:
+                return ReadResult(ReadOutcome.RESOLVED, ref, record=record)  # never shortens
+            updated = db.execute(
+                "UPDATE artifacts SET expires = ?"
+                " WHERE tenant = ? AND user = ? AND session = ? AND digest = ? AND expires > ?",
+                (expires, *scope.owner, ref.digest, now),
+            )
+            if updated.rowcount != 1:
+                # Gone (or expired) since the lookup: answer as stat now would, never resolved.
+                row = db.execute(_SELECT_ONE, (*scope.owner, ref.digest)).fetchone()
+                if row is None:
+                    return _absent(db, scope, ref)
+                return ReadResult(ReadOutcome.EXPIRED, ref, record=record_from_row(row))
+        return ReadResult(
+            ReadOutcome.RESOLVED, ref, record=dataclasses.replace(record, expires=expires)
+        )
 
     def read(
         self,
@@ -772,6 +805,20 @@ class LocalStore:
     def blob_path_for_tests(self, tenant: str, ref: Ref) -> Path:
         """Where a blob lives, for tests that attack the filesystem (symlinks, permissions)."""
         return self._blob_path(tenant, ref.digest)
+
+
+def _absent(db: sqlite3.Connection, scope: Scope, ref: Ref) -> ReadResult:
+    """The outcome for a ref the scope holds no record of: ``unauthorized`` when another owner
+    of the same tenant holds one, else ``missing``.
+
+    The same query shape whether the tenant never saw the bytes or another tenant holds them:
+    denial across tenants must look like absence.
+    """
+    other = db.execute(
+        "SELECT 1 FROM artifacts WHERE tenant = ? AND digest = ? LIMIT 1",
+        (scope.tenant, ref.digest),
+    ).fetchone()
+    return ReadResult(ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING, ref)
 
 
 def _read_exact(fd: int, offset: int, length: int) -> bytes:

@@ -125,6 +125,19 @@ class MemoryStore:
         with self._lock:
             return self._lookup(scope, ref)
 
+    def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        extend = self.limits.check_ttl(ttl)
+        with self._lock:
+            found = self._lookup(scope, ref)
+            record = found.record
+            if found.outcome is not ReadOutcome.RESOLVED or record is None:
+                return found
+            expires = max(record.expires, self._clock() + extend)
+            if expires != record.expires:
+                record = replace(record, expires=expires)
+                self._artifacts[(*scope.owner, ref.digest)] = record
+            return ReadResult(ReadOutcome.RESOLVED, ref, record=record)
+
     def read(
         self,
         scope: Scope,

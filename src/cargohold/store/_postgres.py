@@ -140,6 +140,10 @@ _SQL_TEMPLATES = {
     "refresh": "UPDATE {s}.artifacts SET expires = greatest(expires, %(expires)s)"
     ' WHERE tenant = %(tenant)s AND "user" = %(user)s AND session = %(session)s'
     " AND digest = %(digest)s AND expires > %(now)s RETURNING expires",
+    # Check and extend in one statement: the row lock and PostgreSQL's recheck of the WHERE
+    # clause after a concurrent gc's delete commits mean a row gc removed returns nothing.
+    "touch": "UPDATE {s}.artifacts a SET expires = greatest(a.expires, %(expires)s::float8)"
+    " WHERE {owned} AND a.digest = %(digest)s AND a.expires > %(now)s::float8 RETURNING {cols}",
     "session_usage": "SELECT count(*), coalesce(sum(size), 0)::bigint FROM {s}.artifacts"
     ' WHERE tenant = %(tenant)s AND "user" = %(user)s AND session = %(session)s'
     " AND expires > %(now)s",
@@ -518,6 +522,26 @@ class PostgresStore:
                 return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
             return ReadResult(ReadOutcome.RESOLVED, ref, record=record)
 
+        return self._call(op, idempotent=True)
+
+    def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        extend = self.limits.check_ttl(ttl)
+
+        def op(conn: _Conn) -> ReadResult:
+            now = self._clock()
+            key = _owner(scope, ref.digest)
+            row = conn.execute(
+                self._sql.touch, {**key, "expires": now + extend, "now": now}, binary=True
+            ).fetchone()
+            if row is not None:
+                return ReadResult(ReadOutcome.RESOLVED, ref, record=record_from_row(row))
+            # Nothing updated: expired, collected, or never this scope's. Answer as stat would.
+            row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+            if row is None:
+                return self._absent(conn, scope, ref)
+            return ReadResult(ReadOutcome.EXPIRED, ref, record=record_from_row(row))
+
+        # Retried after a lost connection: extending to max(expires, now + ttl) is idempotent.
         return self._call(op, idempotent=True)
 
     def read(

@@ -46,6 +46,7 @@ class StoreBackend(Protocol):
     - another tenant's artifact reads as ``missing``; another session's in the same tenant as
       ``unauthorized``;
     - a write over a limit, or of refused sensitivity, raises and changes nothing stored;
+    - ``touch`` extends a live artifact's life and never shortens it or revives an expired one;
     - ``gc`` removes only expired artifacts, and bytes no live artifact still names;
     - ``verify`` reports and never deletes.
     """
@@ -62,6 +63,19 @@ class StoreBackend(Protocol):
         """The record of ``ref`` for ``scope``, without reading or verifying the bytes.
 
         The outcome is ``resolved``, ``missing``, ``unauthorized`` or ``expired``.
+        """
+        ...
+
+    def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        """Extend the life of ``ref`` for ``scope``: its expiry becomes ``max(expires, now + ttl)``.
+
+        ``ttl`` defaults to ``limits.default_ttl`` and is checked exactly as a put's is (over
+        ``limits.max_ttl`` is a usage error), so a touch never shortens a life and never sets one
+        longer than a put could. The check and the update are one atomic step: an artifact
+        expired (or collected by ``gc``) meanwhile is never reported resolved, and an expired
+        artifact stays expired (a touch never revives one). The outcome is that of
+        :meth:`stat`: ``resolved`` with the updated record, or ``missing``, ``unauthorized``,
+        ``expired``; never any bytes.
         """
         ...
 

@@ -1,0 +1,653 @@
+"""The read tools as data: specs every SDK accepts, exact paging, and a fix for every mistake.
+
+Everything is driven through ``cargohold.open(...)`` and ``Hold.call_tool``, the way a model's
+tool call reaches cargohold: arguments as the model sent them, answers as the model sees them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cargohold
+from _require import require, unavailable
+from cargohold import Hold, MemoryStore, Ref, ToolAnswer, parse_segment
+from cargohold.testing import FakeClock
+
+TENANT, USER, SESSION = "tenant-acme", "user-ana", "session-1"
+BUDGET = 16 * 1024  # the default read budget
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+TOOL_NAMES = (
+    "artifact_info",
+    "artifact_read",
+    "artifact_read_lines",
+    "artifact_grep",
+    "artifact_query",
+)
+STRUCTURED_KEYS = {
+    "tool",
+    "outcome",
+    "ref",
+    "start",
+    "end",
+    "next_offset",
+    "size",
+    "sha256",
+    "encoding",
+}
+
+ROWS = [
+    {"id": index, "status": "refunded" if index % 5 == 0 else "paid", "city": "Zürich"}
+    for index in range(1, 401)
+]
+DOC = json.dumps(ROWS, ensure_ascii=False, indent=1).encode()  # JSON, on many lines
+LOG = "".join(
+    f"2026-03-01T10:{index // 60:02d}:{index % 60:02d}Z {'ERROR' if index % 7 == 0 else 'INFO'} "
+    f"request {index} served by café-{index % 3} in {index * 13 % 900} ms\n"
+    for index in range(1, 2001)
+).encode()
+NEEDLE = "NEEDLE-7f3a9c"
+
+
+def open_hold(store: Any = "memory://", *, tenant: str = TENANT, session: str = SESSION) -> Hold:
+    return cargohold.open(store, tenant=tenant, user=USER, session=session)
+
+
+@pytest.fixture
+def hold() -> Iterator[Hold]:
+    with open_hold() as opened:
+        yield opened
+
+
+def put(hold: Hold, data: bytes, media_type: str | None = None) -> str:
+    return str(hold.store.put(data, media_type=media_type, tool="fixture").ref)
+
+
+def corpus_file(name: str) -> bytes:
+    path = CORPUS / name
+    if not path.is_file():
+        unavailable(f"the shared corpus file {name} is not at {CORPUS}")
+    return path.read_bytes()
+
+
+def utf8_len(text: str | None) -> int:
+    return len((text or "").encode("utf-8", "surrogatepass"))
+
+
+def minified_json(rows: int, needle_every: int) -> tuple[bytes, list[int]]:
+    """One line of minified JSON (multi-byte characters before every needle, so characters and
+    bytes disagree) and the byte offset of each needle in it."""
+    document = [
+        {"id": index, "city": "Zürich ☕", "tag": NEEDLE if index % needle_every == 7 else "plain"}
+        for index in range(rows)
+    ]
+    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    offsets, at = [], body.find(NEEDLE.encode())
+    while at >= 0:
+        offsets.append(at)
+        at = body.find(NEEDLE.encode(), at + 1)
+    return body, offsets
+
+
+# -- the specs, as each SDK's own types see them ---------------------------------------------
+
+
+def test_the_read_tools_are_named_in_the_order_a_stub_names_them(hold: Hold) -> None:
+    assert tuple(spec.name for spec in hold.tools.specs) == TOOL_NAMES
+    assert [tool["function"]["name"] for tool in hold.tools.openai()] == list(TOOL_NAMES)
+    assert [tool["name"] for tool in hold.tools.openai_responses()] == list(TOOL_NAMES)
+    assert [tool["name"] for tool in hold.tools.anthropic()] == list(TOOL_NAMES)
+    assert [tool["name"] for tool in hold.tools.mcp()] == list(TOOL_NAMES)
+
+
+def test_each_spec_is_an_openai_chat_tool_as_the_sdk_types_it(hold: Hold) -> None:
+    pydantic = require("pydantic", "openai")
+    chat = require("openai.types.chat", "openai")
+    for spec in hold.tools.specs:
+        exported = spec.openai()
+        for typed in (chat.ChatCompletionFunctionToolParam, chat.ChatCompletionToolParam):
+            # validation drops keys the type does not declare: equality means none were dropped
+            assert pydantic.TypeAdapter(typed).validate_python(exported, strict=True) == exported
+
+
+def test_each_spec_is_an_openai_responses_tool_as_the_sdk_types_it(hold: Hold) -> None:
+    pydantic = require("pydantic", "openai")
+    responses = require("openai.types.responses", "openai")
+    adapter = pydantic.TypeAdapter(responses.FunctionToolParam)
+    for spec in hold.tools.specs:
+        exported = spec.openai_responses()
+        assert adapter.validate_python(exported, strict=True) == exported
+
+
+def test_each_spec_is_an_anthropic_tool_as_the_sdk_types_it(hold: Hold) -> None:
+    pydantic = require("pydantic", "anthropic")
+    types = require("anthropic.types", "anthropic")
+    adapter = pydantic.TypeAdapter(types.ToolParam)
+    for spec in hold.tools.specs:
+        exported = spec.anthropic()
+        assert adapter.validate_python(exported, strict=True) == exported
+
+
+def test_each_spec_is_a_read_only_mcp_tool_that_round_trips(hold: Hold) -> None:
+    types = require("mcp.types", "mcp")
+    for spec in hold.tools.specs:
+        tool = types.Tool.model_validate(spec.mcp())
+        assert tool.name == spec.name
+        assert tool.input_schema == dict(spec.parameters)
+        assert tool.annotations.read_only_hint is True
+        assert tool.annotations.idempotent_hint is True
+        assert tool.model_dump(by_alias=True, exclude_none=True, mode="json") == spec.mcp()
+
+
+VALID_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
+    "artifact_info": [{"ref": "REF"}],
+    "artifact_read": [
+        {"ref": "REF"},
+        {"ref": "REF", "offset": 100, "length": 50},
+        {"ref": "REF", "offset": 3.0, "length": 0, "budget": 1},  # a whole float is an integer
+        {"ref": "REF", "budget": 1024 * 1024},
+    ],
+    "artifact_read_lines": [
+        {"ref": "REF", "start_line": 1},
+        {"ref": "REF", "start_line": 2, "end_line": 5, "budget": 4096},
+    ],
+    "artifact_grep": [
+        {"ref": "REF", "pattern": "refunded"},
+        {"ref": "REF", "pattern": "PAID", "ignore_case": True, "max_matches": 3, "budget": 512},
+    ],
+    "artifact_query": [
+        {"ref": "REF", "expression": "length(@)"},
+        {"ref": "REF", "expression": "[?status=='refunded'].id | [:5]", "budget": 256},
+    ],
+}
+REJECTED_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
+    ("artifact_info", {}),
+    ("artifact_info", {"ref": "REF", "offset": 1}),
+    ("artifact_read", {"ref": "REF", "lenght": 5}),
+    ("artifact_read", {"ref": "REF", "offset": "5"}),
+    ("artifact_read", {"ref": "REF", "offset": -1}),
+    ("artifact_read", {"ref": "REF", "length": True}),
+    ("artifact_read", {"ref": "REF", "budget": 0}),
+    ("artifact_read", {"ref": "REF", "budget": 1024 * 1024 + 1}),
+    ("artifact_read", {"ref": 42}),
+    ("artifact_read_lines", {"ref": "REF"}),
+    ("artifact_read_lines", {"ref": "REF", "start_line": 0}),
+    ("artifact_read_lines", {"ref": "REF", "start_line": 1.5}),
+    ("artifact_grep", {"ref": "REF"}),
+    ("artifact_grep", {"ref": "REF", "pattern": "x", "ignore_case": "yes"}),
+    ("artifact_grep", {"ref": "REF", "pattern": "x", "max_matches": 0}),
+    ("artifact_query", {"ref": "REF", "expression": "a", "budget": False}),
+]
+
+
+def with_ref(arguments: dict[str, Any], ref: str) -> dict[str, Any]:
+    return {key: ref if value == "REF" else value for key, value in arguments.items()}
+
+
+def test_each_parameters_object_is_json_schema_that_accepts_the_example_calls(hold: Hold) -> None:
+    jsonschema = require("jsonschema", "mcp")
+    ref = put(hold, DOC, "application/json")
+    for spec in hold.tools.specs:
+        jsonschema.Draft202012Validator.check_schema(spec.parameters)
+        validator = jsonschema.Draft202012Validator(spec.parameters)
+        for example in VALID_ARGUMENTS[spec.name]:
+            arguments = with_ref(example, ref)
+            validator.validate(arguments)
+            answer = hold.call_tool(spec.name, arguments)
+            assert answer.outcome in {"resolved", "over_budget"}, answer.text
+
+
+@pytest.mark.parametrize(("name", "arguments"), REJECTED_ARGUMENTS)
+def test_a_call_the_schema_rejects_is_answered_as_invalid_arguments(
+    hold: Hold, name: str, arguments: dict[str, Any]
+) -> None:
+    jsonschema = require("jsonschema", "mcp")
+    ref = put(hold, DOC, "application/json")
+    arguments = with_ref(arguments, ref)
+    spec = hold.tools.spec(name)
+    assert not jsonschema.Draft202012Validator(spec.parameters).is_valid(arguments)
+    assert hold.call_tool(name, arguments).outcome == "invalid_arguments"
+
+
+# -- paging reassembles a body exactly -----------------------------------------------------
+
+
+def page_through(hold: Hold, ref: str, *, length: int, budget: int, size: int) -> list[ToolAnswer]:
+    """Read ``ref`` page by page, from ``next_offset`` to ``next_offset``, as a client would."""
+    answers: list[ToolAnswer] = []
+    offset: int | None = 0
+    while offset is not None:
+        assert len(answers) <= size, "paging did not end"  # each page but the last has bytes
+        answer = hold.call_tool(
+            "artifact_read", {"ref": ref, "offset": offset, "length": length, "budget": budget}
+        )
+        assert answer.outcome == "resolved", answer.text
+        data = answer.data()
+        assert data is not None
+        assert (answer.start, answer.end, answer.size) == (offset, offset + len(data), size)
+        assert answer.sha256 == hashlib.sha256(data).hexdigest()
+        assert utf8_len(answer.content) <= budget
+        answers.append(answer)
+        offset = answer.next_offset
+    return answers
+
+
+@pytest.mark.parametrize("where", ["memory", "local"])
+@pytest.mark.parametrize(
+    ("name", "media_type", "encoding", "length"),
+    [
+        ("hdfs_2k.log", "text/plain", "utf-8", BUDGET),
+        ("torus_render.png", "image/png", "base64", BUDGET // 4 * 3),  # base64: 4 bytes per 3
+    ],
+)
+def test_paging_artifact_read_reassembles_a_corpus_file_exactly(
+    tmp_path: Path, where: str, name: str, media_type: str, encoding: str, length: int
+) -> None:
+    body = corpus_file(name)
+    store = "memory://" if where == "memory" else tmp_path / "store"
+    with open_hold(store) as hold:
+        offloaded = hold.offload(body, tool="fixture", media_type=media_type)
+        assert offloaded.ref is not None
+        answers = page_through(
+            hold, str(offloaded.ref), length=length, budget=BUDGET, size=len(body)
+        )
+    assert b"".join(answer.data() or b"" for answer in answers) == body
+    assert {answer.encoding for answer in answers} == {encoding}
+    assert len(answers) == -(-len(body) // length)
+    assert answers[-1].end == len(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "naïve café ☕ ".encode() * 40 + "☕".encode()[:2],  # text cut inside its last character
+        b"\x00\x01" + "☕".encode()[1:],  # binary, then bytes that only continue a character
+    ],
+    ids=["text-cut-mid-character", "binary-then-continuation-bytes"],
+)
+@pytest.mark.parametrize("length", [1, 4, 7, 64])
+def test_paging_ends_and_returns_every_byte_when_a_page_is_only_part_of_a_character(
+    hold: Hold, body: bytes, length: int
+) -> None:
+    ref = put(hold, body)
+    answers = page_through(hold, ref, length=length, budget=BUDGET, size=len(body))
+    assert b"".join(answer.data() or b"" for answer in answers) == body
+
+
+def test_pages_shorter_than_a_character_leave_no_byte_unread(hold: Hold) -> None:
+    body = "☕ ☕ ☕".encode()
+    ref = put(hold, body)
+    answers = page_through(hold, ref, length=2, budget=BUDGET, size=len(body))
+    assert b"".join(answer.data() or b"" for answer in answers) == body
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=80),
+    length=st.integers(4, 12),  # a page of 4 bytes always holds a whole character
+)
+def test_paging_any_utf8_text_reassembles_it_exactly(text: str, length: int) -> None:
+    body = text.encode()
+    with open_hold() as hold:
+        answers = page_through(hold, put(hold, body), length=length, budget=64, size=len(body))
+    assert b"".join(answer.data() or b"" for answer in answers) == body
+
+
+# -- every mistake is an answer that names its fix -----------------------------------------
+
+# (tool, arguments, what the text must name); REF is a stored JSON artifact, LOG_REF a text one
+MISTAKES: list[tuple[str, Any, list[str]]] = [
+    ("artifact_read", {"ref": "sha256:abc"}, ["artifact://sha256/", '"sha256:abc"']),
+    ("artifact_read", {"ref": "artifact://sha256/" + "a" * 63}, ["artifact://sha256/", "64"]),
+    ("artifact_read", {"ref": 42}, ["artifact://sha256/"]),
+    ("artifact_reed", {"ref": "REF"}, ["'artifact_reed'", *TOOL_NAMES]),
+    ("artifact_read", {"ref": "REF", "lenght": 5}, ["'lenght'", "ref, offset, length, budget"]),
+    ("artifact_read", '{"ref": "artifact://sha256/', ["not valid JSON", "JSON object"]),
+    ("artifact_read", "[1, 2]", ["one JSON object"]),
+    ("artifact_read", None, ["ref is required"]),
+    ("artifact_read", {"ref": "REF", "offset": "5"}, ["offset must be a whole number", '"5"']),
+    ("artifact_read", {"ref": "REF", "length": True}, ["length must be a whole number", "true"]),
+    ("artifact_read", {"ref": "REF", "offset": -1}, ["offset must be at least 0", "-1"]),
+    ("artifact_read", {"ref": "REF", "budget": 2_000_000}, ["1048576"]),
+    ("artifact_read_lines", {"ref": "REF"}, ["start_line is required"]),
+    (
+        "artifact_read_lines",
+        {"ref": "REF", "start_line": 9, "end_line": 3},
+        ["end_line (3)", "start_line (9)", "start_line=9 end_line=9"],
+    ),
+    ("artifact_grep", {"ref": "REF", "pattern": "(abc"}, ["RE2", "at character 1"]),
+    ("artifact_grep", {"ref": "REF", "pattern": "ab(?<=x)y"}, ["at character 3", "lookaround"]),
+    ("artifact_grep", {"ref": "REF", "pattern": r"(a)\1"}, ["at character 4", "backreferences"]),
+    ("artifact_grep", {"ref": "REF", "pattern": "x", "ignore_case": "yes"}, ["ignore_case"]),
+    ("artifact_grep", {"ref": "REF", "pattern": ""}, ["pattern must be a non-empty string"]),
+    ("artifact_query", {"ref": "REF", "expression": "[?status=='paid'"}, ["at character 17"]),
+    ("artifact_query", {"ref": "REF", "expression": "a..b"}, ["at character 3", "'.'"]),
+    ("artifact_query", {"ref": "LOG_REF", "expression": "length(@)"}, ["artifact_grep"]),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments", "named"), MISTAKES)
+def test_a_mistaken_call_is_answered_with_its_fix_never_an_exception(
+    hold: Hold, name: str, arguments: Any, named: list[str]
+) -> None:
+    refs = {"REF": put(hold, DOC, "application/json"), "LOG_REF": put(hold, LOG, "text/plain")}
+    if isinstance(arguments, dict):
+        arguments = {key: refs.get(value, value) for key, value in arguments.items()}
+    answer = hold.call_tool(name, arguments)
+    assert answer.outcome == "invalid_arguments"
+    assert answer.is_error
+    assert (answer.content, answer.data(), answer.ref) == (None, None, None)
+    for fragment in named:
+        assert fragment in answer.text
+
+
+@pytest.mark.parametrize("spelled", [str.lower, str.upper, lambda digest: f"  {digest}\n"])
+def test_a_bare_digest_is_taken_as_the_reference_it_names(hold: Hold, spelled: Any) -> None:
+    ref = Ref.parse(put(hold, LOG, "text/plain"))
+    answer = hold.call_tool("artifact_read", {"ref": spelled(ref.digest), "length": 10})
+    assert answer.outcome == "resolved"
+    assert answer.ref == ref
+    assert answer.data() == LOG[:10]
+
+
+@pytest.mark.parametrize(
+    ("name", "media_type", "length"),
+    [("hdfs_2k.log", "text/plain", BUDGET), ("torus_render.png", "image/png", BUDGET // 4 * 3)],
+)
+def test_an_over_budget_read_names_a_byte_range_that_resolves(
+    hold: Hold, name: str, media_type: str, length: int
+) -> None:
+    body = corpus_file(name)
+    ref = put(hold, body, media_type)
+    answer = hold.call_tool("artifact_read", {"ref": ref, "offset": 1000})
+    assert answer.outcome == "over_budget"
+    assert answer.content is None
+    assert answer.size == len(body)
+    suggested = re.search(r"offset=(\d+) length=(\d+)", answer.text)
+    assert suggested is not None, answer.text
+    offset, suggested_length = int(suggested[1]), int(suggested[2])
+    assert (offset, suggested_length) == (1000, length)
+    assert f"continue from offset={offset + suggested_length}" in answer.text
+    fixed = hold.call_tool("artifact_read", {"ref": ref, "offset": offset, "length": length})
+    assert fixed.outcome == "resolved", fixed.text
+    assert fixed.data() == body[offset : offset + length]
+
+
+def test_an_over_budget_line_read_names_lines_that_resolve(hold: Hold) -> None:
+    ref = put(hold, LOG, "text/plain")
+    lines = LOG.decode().splitlines(keepends=True)
+    answer = hold.call_tool("artifact_read_lines", {"ref": ref, "start_line": 101})
+    assert answer.outcome == "over_budget"
+    suggested = re.search(r"start_line=(\d+) end_line=(\d+)", answer.text)
+    assert suggested is not None, answer.text
+    first, last = int(suggested[1]), int(suggested[2])
+    assert first == 101
+    fixed = hold.call_tool(
+        "artifact_read_lines", {"ref": ref, "start_line": first, "end_line": last}
+    )
+    assert fixed.outcome == "resolved", fixed.text
+    assert fixed.data() == "".join(lines[first - 1 : last]).encode()
+    assert utf8_len(fixed.content) <= BUDGET
+    one_more = "".join(lines[first - 1 : last + 1]).encode()
+    assert len(one_more) > BUDGET  # the most whole lines that fit, not merely some
+
+
+def test_a_line_longer_than_the_budget_points_to_byte_reads_instead_of_lines(hold: Hold) -> None:
+    ref = put(hold, b"short\n" + b"x" * 40_000 + b"\nend\n", "text/plain")
+    answer = hold.call_tool("artifact_read_lines", {"ref": ref, "start_line": 2})
+    assert answer.outcome == "over_budget"
+    assert "artifact_read" in answer.text
+    assert "start_line=" not in answer.text  # no line range fits, so none is suggested
+
+
+def test_another_tenants_artifact_is_missing() -> None:
+    backend = MemoryStore()
+    try:
+        with open_hold(backend) as owner, open_hold(backend, tenant="tenant-globex") as other:
+            ref = put(owner, DOC, "application/json")
+            for name, arguments in valid_calls(ref):
+                answer = other.call_tool(name, arguments)
+                assert answer.outcome == "missing", name
+                assert (answer.content, answer.size) == (None, None)
+    finally:
+        backend.close()
+
+
+def test_another_sessions_artifact_is_unauthorized(hold: Hold) -> None:
+    ref = put(hold, DOC, "application/json")
+    other = hold.derive(session="session-2")
+    for name, arguments in valid_calls(ref):
+        answer = other.call_tool(name, arguments)
+        assert answer.outcome == "unauthorized", name
+        assert answer.content is None
+        assert answer.is_error
+
+
+def test_an_expired_artifact_is_expired_for_every_tool() -> None:
+    clock = FakeClock()
+    backend = MemoryStore(clock=clock)
+    try:
+        with open_hold(backend) as hold:
+            ref = str(hold.store.put(DOC, media_type="application/json", ttl=60).ref)
+            assert hold.call_tool("artifact_read", {"ref": ref, "length": 5}).ok
+            clock.advance(61)
+            for name, arguments in valid_calls(ref):
+                answer = hold.call_tool(name, arguments)
+                assert answer.outcome == "expired", name
+                assert answer.content is None
+                assert "Re-run" in answer.text
+            assert hold.call_tool("artifact_info", {"ref": ref}).size == len(DOC)
+    finally:
+        backend.close()
+
+
+def test_corrupted_bytes_are_stale_and_never_returned() -> None:
+    backend = MemoryStore()
+    try:
+        with open_hold(backend) as hold:
+            ref = put(hold, DOC, "application/json")
+            backend.corrupt_for_tests(TENANT, Ref.parse(ref), offset=0)
+            for name, arguments in valid_calls(ref):
+                if name == "artifact_info":
+                    continue  # reads no bytes, so cannot tell: see the info test
+                answer = hold.call_tool(name, arguments)
+                assert answer.outcome == "stale", name
+                assert (answer.content, answer.sha256) == (None, None)
+    finally:
+        backend.close()
+
+
+def valid_calls(ref: str) -> list[tuple[str, dict[str, Any]]]:
+    """One well-formed call of each tool on a JSON artifact."""
+    return [
+        ("artifact_info", {"ref": ref}),
+        ("artifact_read", {"ref": ref, "offset": 0, "length": 100}),
+        ("artifact_read_lines", {"ref": ref, "start_line": 1, "end_line": 5}),
+        ("artifact_grep", {"ref": ref, "pattern": "refunded"}),
+        ("artifact_query", {"ref": ref, "expression": "length(@)"}),
+    ]
+
+
+# -- grep on one very long line ------------------------------------------------------------
+
+
+def test_grep_on_one_very_long_line_shows_excerpts_naming_each_matchs_byte_offset(
+    hold: Hold,
+) -> None:
+    body, offsets = minified_json(45_000, needle_every=9_000)
+    assert len(body) > 2 * 1024 * 1024
+    assert b"\n" not in body
+    assert len(offsets) == 5
+    ref = put(hold, body, "application/json")
+    answer = hold.call_tool("artifact_grep", {"ref": ref, "pattern": "NEEDLE-[0-9a-f]+"})
+    assert answer.outcome == "resolved"
+    assert utf8_len(answer.content) <= BUDGET
+    excerpts = re.findall(
+        r"^1: \[byte (\d+); line of ([\d,]+) chars\] \.\.\.(.*)\.\.\.$", answer.content or "", re.M
+    )
+    assert [int(at) for at, _, _ in excerpts] == offsets
+    assert {chars for _, chars, _ in excerpts} == {f"{len(body.decode()):,}"}
+    for _, _, window in excerpts:
+        assert NEEDLE in window
+        assert len(window) <= 400
+    assert (answer.content or "").endswith("[1 matching line; 5 shown]")
+    for offset in offsets:
+        exact = hold.call_tool(
+            "artifact_read", {"ref": ref, "offset": offset, "length": len(NEEDLE)}
+        )
+        assert exact.content == NEEDLE
+
+
+def test_grep_stops_showing_excerpts_at_the_budget_and_still_counts(hold: Hold) -> None:
+    body, offsets = minified_json(20_000, needle_every=40)
+    ref = put(hold, body, "application/json")
+    answer = hold.call_tool(
+        "artifact_grep",
+        {"ref": ref, "pattern": NEEDLE, "max_matches": 1000, "budget": 4096},
+    )
+    assert answer.outcome == "resolved"
+    assert utf8_len(answer.content) <= 4096
+    shown = [int(at) for at in re.findall(r"\[byte (\d+);", answer.content or "")]
+    assert 0 < len(shown) < len(offsets)
+    assert shown == offsets[: len(shown)]
+    assert (answer.content or "").endswith(f"[1 matching line; {len(shown)} shown]")
+
+
+LONG_LINE, _ = minified_json(3_000, needle_every=50)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    budget=st.integers(1, 24_000),
+    call=st.sampled_from(
+        [
+            ("LOG", "artifact_read", {}),
+            ("LOG", "artifact_read", {"offset": 5_000, "length": 9_000}),
+            ("LOG", "artifact_read_lines", {"start_line": 10, "end_line": 200}),
+            ("LOG", "artifact_grep", {"pattern": "ERROR"}),
+            ("LONG", "artifact_grep", {"pattern": "NEEDLE|Zürich", "max_matches": 500}),
+            ("LONG", "artifact_read", {"offset": 3}),
+            ("DOC", "artifact_query", {"expression": "[?status=='refunded']"}),
+        ]
+    ),
+)
+def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[str, Any]]) -> None:
+    which, name, arguments = call
+    with open_hold() as hold:
+        ref = put(hold, {"LOG": LOG, "LONG": LONG_LINE, "DOC": DOC}[which])
+        answer = hold.call_tool(name, {"ref": ref, "budget": budget, **arguments})
+    assert answer.outcome in {"resolved", "over_budget"}
+    if answer.ok:
+        assert utf8_len(answer.content) <= budget
+        segment = parse_segment(answer.text)  # a genuine segment, its text within the budget
+        assert segment is not None
+        assert segment.budget == budget
+    else:
+        assert answer.content is None
+
+
+# -- artifact_info ----------------------------------------------------------------------------
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts the reads of bytes it serves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        self.reads += 1
+        return super().read(*args, **kwargs)
+
+
+def test_artifact_info_states_the_facts_and_reads_no_bytes() -> None:
+    backend = CountingStore()
+    try:
+        with open_hold(backend) as hold:
+            stored = hold.store.put(LOG, media_type="text/plain", tool="tail", kind="log")
+            answer = hold.call_tool("artifact_info", {"ref": str(stored.ref)})
+            assert backend.reads == 0
+    finally:
+        backend.close()
+    assert answer.outcome == "resolved"
+    assert (answer.size, answer.sha256, answer.ref) == (len(LOG), stored.ref.digest, stored.ref)
+    assert (answer.content, answer.data(), answer.start, answer.end) == (None, None, None, None)
+    facts = json.loads(answer.text)
+    assert facts["ref"] == str(stored.ref)
+    assert (facts["size"], facts["media_type"], facts["kind"]) == (len(LOG), "text/plain", "log")
+    assert (facts["tool"], facts["complete"]) == ("tail", True)
+    assert facts["expires_at"].endswith("+00:00")
+
+
+def test_artifact_info_answers_from_the_record_even_when_the_bytes_are_stale() -> None:
+    backend = MemoryStore()
+    try:
+        with open_hold(backend) as hold:
+            ref = put(hold, LOG, "text/plain")
+            backend.corrupt_for_tests(TENANT, Ref.parse(ref), offset=10)
+            info = hold.call_tool("artifact_info", {"ref": ref})
+            read = hold.call_tool("artifact_read", {"ref": ref, "length": 100})
+    finally:
+        backend.close()
+    assert (info.outcome, info.size) == ("resolved", len(LOG))
+    assert read.outcome == "stale"
+
+
+# -- the structured part and the repr carry no content -----------------------------------
+
+
+def test_the_structured_part_and_the_repr_never_carry_the_content(hold: Hold) -> None:
+    body = (NEEDLE + " ").encode() * 100
+    text_ref = put(hold, body, "text/plain")
+    binary_ref = put(hold, b"\x00" + body, "application/octet-stream")
+    json_ref = put(hold, json.dumps({"secret": NEEDLE}).encode(), "application/json")
+    answers = [
+        hold.call_tool("artifact_read", {"ref": text_ref}),
+        hold.call_tool("artifact_read", {"ref": binary_ref}),
+        hold.call_tool("artifact_read_lines", {"ref": text_ref, "start_line": 1}),
+        hold.call_tool("artifact_grep", {"ref": text_ref, "pattern": NEEDLE}),
+        hold.call_tool("artifact_query", {"ref": json_ref, "expression": "secret"}),
+        hold.call_tool("artifact_info", {"ref": text_ref}),
+        hold.call_tool("artifact_read", {"ref": text_ref, "budget": 10}),
+        hold.call_tool("artifact_read", {"ref": NEEDLE}),
+    ]
+    assert [answer.outcome for answer in answers][-2:] == ["over_budget", "invalid_arguments"]
+    for answer in answers:
+        structured = answer.structured()
+        assert set(structured) == STRUCTURED_KEYS
+        carried = json.dumps(structured)
+        assert NEEDLE not in carried
+        assert NEEDLE not in repr(answer)
+        if answer.content:
+            assert answer.content not in carried
+
+
+# -- async -----------------------------------------------------------------------------------
+
+
+def test_the_async_call_answers_as_the_sync_call_does(hold: Hold) -> None:
+    ref = put(hold, DOC, "application/json")
+    calls: list[tuple[str, dict[str, Any] | str]] = [
+        *valid_calls(ref),
+        ("artifact_grep", {"ref": ref, "pattern": "(abc"}),
+        ("artifact_read", json.dumps({"ref": ref, "offset": 7, "length": 30})),  # as JSON text
+    ]
+
+    async def asynchronously() -> list[ToolAnswer]:
+        return [await hold.acall_tool(name, arguments) for name, arguments in calls]
+
+    answers = asyncio.run(asynchronously())
+    for (name, arguments), answer in zip(calls, answers, strict=True):
+        expected = hold.call_tool(name, arguments)
+        assert answer.structured() == expected.structured()
+        assert answer.text == expected.text
