@@ -128,8 +128,12 @@ def test_a_derived_hold_shares_the_store_and_reads_as_another_session(hold: Hold
 
     assert other.store.store is hold.store.store
     assert other.scope.session == "run-2"
-    assert other.read(ref, length=10).outcome is RehydrateOutcome.UNAUTHORIZED
-    assert hold.for_session("run-1").read(ref, length=10).outcome is RehydrateOutcome.RESOLVED
+    refused = other.read(ref, length=10)
+    assert refused.outcome is RehydrateOutcome.UNAUTHORIZED
+    assert refused.text.endswith("unauthorized (owner_mismatch); no content")
+    resolved = hold.for_session("run-1").read(ref, length=10)
+    assert resolved.outcome is RehydrateOutcome.RESOLVED
+    assert resolved.text == resolved.segment
 
 
 def test_a_derived_agent_reports_its_parent_and_depth_in_one_sequence() -> None:

@@ -100,6 +100,14 @@ class RehydrateResult:
         """Whether the read resolved."""
         return self.outcome is RehydrateOutcome.RESOLVED
 
+    @property
+    def text(self) -> str:
+        """What to put into the conversation: the recovered segment when resolved, else a
+        one-line statement of the outcome (never content)."""
+        if self.segment is not None:
+            return self.segment
+        return f"[cargohold] {self.ref}: {self.outcome.value} ({self.reason.value}); no content"
+
     def raise_for_outcome(self) -> str:
         """The content, or :class:`~cargohold.ReadError` naming the outcome."""
         if self.content is None:
