@@ -709,13 +709,136 @@ def test_verify_exits_0_on_a_clean_store_and_1_after_tampering(root: Path) -> No
     dirty_plain = run(root, "verify")
 
     assert clean.exit_code == ExitCode.OK
-    assert json.loads(clean.stdout) == {"clean": True, "blobs": 2, "findings": []}
+    assert json.loads(clean.stdout) == {
+        "clean": True,
+        "damaged": False,
+        "blobs": 2,
+        "findings": [],
+    }
     assert dirty.exit_code == ExitCode.ERROR
     report = json.loads(dirty.stdout)
-    assert report["clean"] is False
+    assert (report["clean"], report["damaged"]) == (False, True)
     assert [(f["kind"], f["ref"]) for f in report["findings"]] == [("corrupt", str(ref))]
     assert dirty_plain.exit_code == ExitCode.ERROR
     assert str(ref) in dirty_plain.stdout
+
+
+def _leave_housekeeping(root: Path) -> tuple[cargohold.Ref, cargohold.Ref]:
+    """What an interrupted write leaves: a staged file whose writer died, and an orphan blob
+    (its rename happened, its row's commit did not). Returns the stored and the orphan refs."""
+    stored = put(root, BINARY)
+    (root / "staging" / "1234-5678-0011223344556677").write_bytes(b"half a write")
+    os.chmod(root / "staging" / "1234-5678-0011223344556677", 0o600)
+    orphan = cargohold.Ref.of(b"renamed, never committed")
+    store = cargohold.LocalStore(root)
+    try:
+        path = store.blob_path_for_tests(TENANT, orphan)
+    finally:
+        store.close()
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_bytes(b"renamed, never committed")
+    os.chmod(path, 0o600)
+    return stored, orphan
+
+
+def test_verify_reports_leftovers_of_an_interrupted_write_but_exits_0(root: Path) -> None:
+    _, orphan = _leave_housekeeping(root)
+
+    report = run(root, "verify", "--json")
+    plain = run(root, "verify")
+
+    assert report.exit_code == ExitCode.OK
+    assert json.loads(report.stdout) == {
+        "clean": False,
+        "damaged": False,
+        "blobs": 1,
+        "findings": [
+            {"kind": "orphan", "ref": str(orphan), "detail": "bytes no record names"},
+            {"kind": "staging", "ref": None, "detail": "a staged file of a write that died"},
+        ],
+    }
+    assert plain.exit_code == ExitCode.OK
+    assert "staging" in plain.stdout
+    assert "no damage" in plain.stderr
+
+
+def test_verify_exits_1_on_damage_even_beside_leftovers(root: Path) -> None:
+    stored, _ = _leave_housekeeping(root)
+    cargohold.LocalStore(root).corrupt_for_tests(TENANT, stored)
+
+    report = run(root, "verify", "--json")
+
+    assert report.exit_code == ExitCode.ERROR
+    kinds = sorted(f["kind"] for f in json.loads(report.stdout)["findings"])
+    assert kinds == ["corrupt", "orphan", "staging"]
+
+
+@pytest.mark.parametrize("entry", ["blob", "directory"])
+def test_verify_exits_1_on_a_store_entry_with_loose_permissions(root: Path, entry: str) -> None:
+    ref = put(root, BINARY)
+    store = cargohold.LocalStore(root)
+    try:
+        blob = store.blob_path_for_tests(TENANT, ref)
+    finally:
+        store.close()
+    os.chmod(blob if entry == "blob" else blob.parent, 0o644 if entry == "blob" else 0o755)
+
+    report = run(root, "verify", "--json")
+
+    assert report.exit_code == ExitCode.ERROR
+    assert [f["kind"] for f in json.loads(report.stdout)["findings"]] == ["permissions"]
+
+
+def test_gc_removes_the_staged_file_of_a_dead_writer_and_verify_is_clean_again(
+    root: Path,
+) -> None:
+    _leave_housekeeping(root)
+    before = json_out(run(root, "du", "--json"))["store"]
+
+    run(root, "gc")
+
+    after = json_out(run(root, "du", "--json"))["store"]
+    assert before["bytes"] - after["bytes"] == len(b"half a write")
+    assert [f["kind"] for f in json_out(run(root, "verify", "--json"))["findings"]] == ["orphan"]
+
+
+def test_cat_and_verify_of_a_blob_replaced_by_a_fifo_answer_at_once(
+    console_script: Path, root: Path, tmp_path: Path
+) -> None:
+    ref = put(root, BINARY)
+    store = cargohold.LocalStore(root)
+    try:
+        blob = store.blob_path_for_tests(TENANT, ref)
+    finally:
+        store.close()
+    blob.unlink()
+    os.mkfifo(blob, 0o600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+    scope = ["--store", str(root), "--tenant", TENANT, "--user", USER, "--session", SESSION]
+
+    # A regression blocks on the FIFO forever: the timeout turns that into a failure.
+    cat = subprocess.run(
+        [console_script, *scope, "cat", str(ref)],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    verify = subprocess.run(
+        [console_script, *scope, "verify", "--json"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+
+    assert cat.returncode == ExitCode.STALE
+    assert cat.stdout == b""
+    assert verify.returncode == ExitCode.ERROR
+    findings = json.loads(verify.stdout)["findings"]
+    assert {"kind": "corrupt", "ref": str(ref)} in [
+        {"kind": f["kind"], "ref": f["ref"]} for f in findings
+    ]
 
 
 # -- demo ---------------------------------------------------------------------------------------

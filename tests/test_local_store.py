@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import fcntl
 import os
 import shutil
 import sqlite3
 import stat
-import time
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cargohold import (
     CargoholdError,
+    LimitExceededError,
+    Limits,
     LocalStore,
     PutRequest,
     ReadOutcome,
@@ -24,6 +29,7 @@ from cargohold import (
     ScopedStore,
     StoreError,
     StoreUnavailableError,
+    Usage,
     UsageError,
     open_store,
 )
@@ -57,12 +63,20 @@ def _umask(mask: int) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _opened(root: Path, clock: FakeClock, **kwargs: float) -> Iterator[LocalStore]:
+def _opened(root: Path, clock: FakeClock, **kwargs: Any) -> Iterator[LocalStore]:
     store = LocalStore(root, clock=clock, **kwargs)
     try:
         yield store
     finally:
         store.close()
+
+
+def _private_dirs(path: Path) -> None:
+    """Make ``path`` and its missing parents 0700, as the store makes its own directories."""
+    if not path.exists():
+        _private_dirs(path.parent)
+        path.mkdir(mode=0o700)
+        os.chmod(path, 0o700)
 
 
 def _stored(store: LocalStore, data: bytes, scope: Scope = ALICE) -> tuple[ScopedStore, Ref]:
@@ -257,22 +271,98 @@ def test_verify_reports_a_record_whose_blob_row_is_gone_and_keeps_both(
 # -- verify and gc over entries the store did not make --------------------------------------
 
 
-def test_staging_leftovers_are_reported_and_only_dead_ones_are_collected(
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator[None]:
+    """A staged file as a live writer holds it: created, and locked until the block ends (the
+    kernel releases the lock when its holder dies, exactly as when this block closes it)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, b"a write in progress")
+        yield
+    finally:
+        os.close(fd)
+
+
+def test_a_staged_file_is_a_leftover_the_moment_its_writer_is_gone_and_not_before(
     local_store: LocalStore, store_root: Path
 ) -> None:
-    fresh = store_root / "staging" / "leftover-fresh"
-    dead = store_root / "staging" / "leftover-dead"
-    fresh.write_bytes(b"partial")
-    dead.write_bytes(b"partial")
-    two_hours_ago = time.time() - 7200
-    os.utime(dead, (two_hours_ago, two_hours_ago))
+    staged = store_root / "staging" / "1234-5678-0011223344556677"
+    with _held(staged):
+        assert local_store.verify() == []  # a write in progress is not a finding
+        local_store.gc()
+        assert staged.exists()
+        assert local_store.store_usage() == Usage(0, 0)
+    # The writer is gone (died, however): nothing waits for the file to grow old.
 
-    assert [f.kind for f in local_store.verify()] == ["staging", "staging"]
+    assert [f.kind for f in local_store.verify()] == ["staging"]
+    assert local_store.store_usage() == Usage(0, len(b"a write in progress"))
     local_store.gc()
 
-    assert fresh.exists()
-    assert not dead.exists()
-    assert [f.kind for f in local_store.verify()] == ["staging"]
+    assert not staged.exists()
+    assert local_store.verify() == []
+    assert local_store.store_usage() == Usage(0, 0)
+
+
+def test_staging_leftovers_count_toward_the_store_quota_until_gc_removes_them(
+    store_root: Path, clock: FakeClock
+) -> None:
+    limits = Limits(store_bytes=1000)
+    with _opened(store_root, clock, limits=limits) as store:
+        scoped = ScopedStore(store, ALICE)
+        (store_root / "staging" / "left-by-a-killed-writer").write_bytes(b"x" * 700)
+        before = store.store_usage()
+
+        with pytest.raises(LimitExceededError) as raised:
+            scoped.put(b"y" * 400)
+
+        assert raised.value.reason == "store_bytes"
+        assert store.store_usage() == before == Usage(0, 700)
+        store.gc()
+        assert scoped.put(b"y" * 400).blob_written
+        assert store.store_usage() == Usage(1, 400)
+
+
+def test_a_write_that_fails_while_staging_leaves_no_staged_file_and_no_open_descriptor(
+    local_store: LocalStore, store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    opened = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fsync", disk_full)
+
+    with pytest.raises(StoreUnavailableError):
+        ScopedStore(local_store, ALICE).put(b"never staged whole")
+
+    monkeypatch.undo()
+    assert list((store_root / "staging").iterdir()) == []
+    assert len(os.listdir("/proc/self/fd")) == opened
+
+
+def test_a_staged_file_gc_removes_before_its_writer_locks_it_is_staged_again(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one moment a staged file is not yet locked, between its creation and its lock: a gc
+    there removes it, and the writer must notice and start over, not write into nothing."""
+    real_flock = fcntl.flock
+    raced: list[int] = []
+
+    def gc_then_flock(fd: int, operation: int) -> None:
+        if not raced and operation == fcntl.LOCK_EX:
+            raced.append(fd)
+            local_store.gc()
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", gc_then_flock)
+    scoped = ScopedStore(local_store, ALICE)
+
+    ref = scoped.put(b"staged twice").ref
+
+    assert raced
+    monkeypatch.undo()
+    assert scoped.read(ref).data == b"staged twice"
+    assert local_store.verify() == []
 
 
 def test_an_orphan_blob_is_reported_kept_by_gc_and_invisible_to_reads(
@@ -281,7 +371,7 @@ def test_an_orphan_blob_is_reported_kept_by_gc_and_invisible_to_reads(
     data = b"bytes no row names"
     ref = Ref.of(data)
     orphan = local_store.blob_path_for_tests(ALICE.tenant, ref)
-    orphan.parent.mkdir(mode=0o700, parents=True)
+    _private_dirs(orphan.parent)
     orphan.write_bytes(data)
     ScopedStore(local_store, ALICE).put(b"expiring", ttl=10)
     clock.advance(10)
@@ -300,7 +390,7 @@ def test_an_unknown_entry_in_objects_is_reported_and_kept(
 ) -> None:
     _stored(local_store, b"a real artifact")
     unknown = store_root / "objects" / relative
-    unknown.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private_dirs(unknown.parent)
     unknown.write_bytes(b"not ours")
     clock.advance(2 * 86400)
 
@@ -553,3 +643,242 @@ def test_a_touch_whose_row_gc_deleted_before_the_update_is_not_resolved(
     assert (result.data, result.record) == (None, None)
     monkeypatch.undo()
     assert scoped.stat(ref).outcome is ReadOutcome.MISSING
+
+
+# -- put against gc -------------------------------------------------------------------------
+
+
+class _Rows:
+    """Rows already fetched, served as a cursor would serve them."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        self._rows = rows
+
+    def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        rows, self._rows = self._rows, []
+        return rows
+
+
+class _GcAfterTheLookup:
+    """The index connection, running ``gc`` (another process's, through its own handle) right
+    after the first artifact lookup made outside a write transaction: the moment between a
+    put's lookup and the write that relies on it, forced deterministically."""
+
+    def __init__(self, db: sqlite3.Connection, gc: Callable[[], object]) -> None:
+        self._db = db
+        self._gc: Callable[[], object] | None = gc
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> Any:
+        cursor = self._db.execute(sql, params)
+        lookup = sql.startswith("SELECT digest, size") and "FROM artifacts WHERE" in sql
+        if self._gc is None or not lookup or self._db.in_transaction:
+            return cursor
+        rows = cursor.fetchall()
+        gc, self._gc = self._gc, None
+        gc()
+        return _Rows(rows)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+def test_a_put_whose_row_gc_collects_right_after_its_lookup_still_leaves_a_readable_artifact(
+    local_store: LocalStore, store_root: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b"re-put near its expiry" * 100
+    scoped = ScopedStore(local_store, ALICE)
+    scoped.put(data, ttl=100)
+    clock.advance(99)  # alive for the put's lookup, due for an extension; expired a second later
+    later = FakeClock(clock() + 1)
+    with _opened(store_root, later) as other_process:
+        monkeypatch.setattr(
+            local_store, "_db", _GcAfterTheLookup(local_store._db, other_process.gc)
+        )
+
+        put = scoped.put(data, ttl=100)
+
+    monkeypatch.undo()
+    read = scoped.read(put.ref)
+    assert read.outcome is ReadOutcome.RESOLVED
+    assert read.data == data
+    assert local_store.store_usage() == Usage(1, len(data))  # written again, counted once
+    assert put.record.expires == clock() + 100
+    assert scoped.stat(put.ref).record == put.record
+    assert local_store.verify() == []
+
+
+def test_a_put_that_finds_a_live_row_extends_it_in_its_write_transaction(
+    local_store: LocalStore, clock: FakeClock
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    first = scoped.put(b"extended, not rewritten", ttl=100)
+    clock.advance(60)
+
+    again = scoped.put(b"extended, not rewritten", ttl=100)
+
+    assert (again.existing, again.blob_written) == (True, False)
+    assert again.record == dataclasses.replace(first.record, expires=clock() + 100)
+    assert scoped.stat(again.ref).record == again.record
+    assert local_store.usage(ALICE) == Usage(1, len(b"extended, not rewritten"))
+
+
+# -- nothing under the root can make the store wait -------------------------------------------
+
+HANG_BOUND = 30.0
+"""How long a read of a FIFO may take before the test calls it a hang (it takes microseconds)."""
+
+
+def _bounded(call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread, joined with a bound: a regression fails, never hangs."""
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    worker.start()
+    worker.join(HANG_BOUND)
+    if worker.is_alive():
+        pytest.fail("the store blocked on what lies under its root")
+    return result[0]
+
+
+def _replace_blob(store: LocalStore, ref: Ref, make: Callable[[Path], None]) -> Path:
+    path = store.blob_path_for_tests(ALICE.tenant, ref)
+    path.unlink()
+    make(path)
+    return path
+
+
+NOT_A_FILE: dict[str, Callable[[Path], None]] = {
+    "fifo": lambda path: os.mkfifo(path, 0o600),
+    "directory": lambda path: path.mkdir(mode=0o700),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_A_FILE))
+def test_a_blob_that_is_not_a_plain_file_reads_as_stale_without_blocking(
+    local_store: LocalStore, kind: str
+) -> None:
+    data = b"where a FIFO now sits" * 5000
+    scoped, ref = _stored(local_store, data)
+    _replace_blob(local_store, ref, NOT_A_FILE[kind])
+
+    whole = _bounded(lambda: scoped.read(ref))
+    part = _bounded(lambda: scoped.read(ref, start=CHUNK - 1, end=CHUNK + 1))
+
+    for result in (whole, part):
+        assert result.outcome is ReadOutcome.STALE
+        assert result.data is None
+
+
+@pytest.mark.parametrize("kind", list(NOT_A_FILE))
+def test_verify_reports_a_blob_that_is_not_a_plain_file_as_corrupt_without_blocking(
+    local_store: LocalStore, kind: str
+) -> None:
+    _, ref = _stored(local_store, b"where a FIFO now sits")
+    _replace_blob(local_store, ref, NOT_A_FILE[kind])
+
+    findings = _bounded(local_store.verify)
+
+    assert ("corrupt", ref.digest) in [(f.kind, f.digest) for f in findings]
+    assert {f.kind for f in findings} <= {"corrupt", "unknown"}
+
+
+def test_a_fifo_in_staging_is_an_unknown_entry_and_gc_keeps_it(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    fifo = store_root / "staging" / "1-2-0011223344556677"
+    os.mkfifo(fifo, 0o600)
+
+    assert [f.kind for f in _bounded(local_store.verify)] == ["unknown"]
+    _bounded(local_store.gc)
+    assert _bounded(local_store.store_usage) == Usage(0, 0)
+
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+# -- verify: permissions, and concurrent housekeeping that is not damage ----------------------
+
+
+def test_verify_reports_a_blob_file_that_is_not_0600(local_store: LocalStore) -> None:
+    _, ref = _stored(local_store, b"readable by others")
+    os.chmod(local_store.blob_path_for_tests(ALICE.tenant, ref), 0o644)
+
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("permissions", ref.digest)]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2], ids=["prefix-dir", "tenant-dir", "objects-dir"])
+def test_verify_reports_a_directory_that_is_not_0700(local_store: LocalStore, level: int) -> None:
+    _, ref = _stored(local_store, b"in an open directory")
+    os.chmod(local_store.blob_path_for_tests(ALICE.tenant, ref).parents[level], 0o755)
+
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("permissions", None)]
+
+
+def test_verify_reports_an_index_file_that_is_not_0600(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    _stored(local_store, b"indexed")
+    os.chmod(store_root / "index.sqlite3", 0o640)
+
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("permissions", None)]
+
+
+class _GcAfterTheListing:
+    """The index connection, running ``gc`` just after verify listed the blob rows."""
+
+    def __init__(self, db: sqlite3.Connection, gc: Callable[[], object]) -> None:
+        self._db = db
+        self._gc: Callable[[], object] | None = gc
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> Any:
+        cursor = self._db.execute(sql, params)
+        if self._gc is not None and sql.startswith("SELECT tenant, digest, size, chunk_size"):
+            rows = cursor.fetchall()
+            gc, self._gc = self._gc, None
+            gc()
+            return _Rows(rows)
+        return cursor
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._db, name)
+
+
+def test_verify_does_not_call_bytes_a_concurrent_gc_collected_missing(
+    local_store: LocalStore, store_root: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    kept = scoped.put(b"kept", ttl=1000).ref
+    scoped.put(b"collected while verify runs", ttl=10)
+    with _opened(store_root, FakeClock(clock() + 20)) as other_process:
+        monkeypatch.setattr(
+            local_store, "_db", _GcAfterTheListing(local_store._db, other_process.gc)
+        )
+
+        findings = local_store.verify()
+
+    assert findings == []
+    monkeypatch.undo()
+    assert scoped.read(kept).data == b"kept"
+
+
+def test_a_read_whose_blob_gc_collected_after_its_lookup_is_expired_not_stale(
+    local_store: LocalStore, store_root: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    ref = scoped.put(b"expires while being read", ttl=10).ref
+    clock.advance(9)
+    real_open_blob = local_store._open_blob
+
+    def collected_first(tenant: str, digest: str, size: int) -> int | None:
+        clock.advance(2)  # the read's lookup saw it alive; now it has expired
+        with _opened(store_root, clock) as other_process:
+            other_process.gc()
+        return real_open_blob(tenant, digest, size)
+
+    monkeypatch.setattr(local_store, "_open_blob", collected_first)
+
+    result = scoped.read(ref)
+
+    assert result.outcome is ReadOutcome.MISSING
+    assert result.data is None

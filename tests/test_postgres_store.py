@@ -2,13 +2,16 @@
 
 Schema versions checked at open and changed only by an explicit upgrade; URLs through
 ``open_store``; psycopg's failures translated at the seam, without a DSN, host or password in any
-message or repr; lost connections retried for idempotent verbs, with the pool recovering;
-gc racing a writer that re-references the same bytes; ``cargohold db``.
+message or repr, and an unreachable server in one line of stderr; lost connections retried for
+idempotent verbs, with the pool recovering; gc racing a writer that re-references the same bytes,
+or the row a put is about to extend; ``cargohold db``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -283,6 +286,72 @@ def test_an_unreachable_server_is_store_unavailable_without_naming_it(
     _assert_discreet(raised.value, [PASSWORD, "nowhere", url])
 
 
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """A URL to a loopback port that is bound and never listens: every connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"postgresql://{DB_USER}:{PASSWORD}@127.0.0.1:{sock.getsockname()[1]}/nowhere"
+
+
+def test_an_unreachable_server_leaves_no_pool_log_record_only_the_typed_error(
+    refused_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="psycopg")
+
+    with pytest.raises(StoreUnavailableError):
+        PostgresStore(refused_url, timeout=2)
+
+    # What logging prints when an application configured none: warnings and worse.
+    loud = [
+        r for r in caplog.records if r.name.startswith("psycopg") and r.levelno >= logging.WARNING
+    ]
+    assert [(r.name, r.levelname) for r in loud] == []
+
+
+def test_the_pool_logs_of_other_pools_in_the_process_are_left_alone(
+    refused_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import psycopg_pool
+
+    caplog.set_level(logging.WARNING, logger="psycopg")
+    pool = psycopg_pool.ConnectionPool(refused_url, open=False, name="not-cargohold", timeout=1)
+    try:
+        with pytest.raises(psycopg_pool.PoolTimeout):
+            pool.open(wait=True, timeout=1)
+    finally:
+        pool.close()
+
+    assert any("not-cargohold" in r.getMessage() for r in caplog.records)
+
+
+def test_the_command_line_reports_an_unreachable_server_in_one_line(refused_url: str) -> None:
+    # The process boundary is the point: psycopg_pool's records reach stderr through logging's
+    # last-resort handler only in a process that configured no logging, unlike pytest's.
+    code = (
+        "import functools, sys\n"
+        "from cargohold.store import _postgres\n"
+        "# a short pool timeout, so the test does not wait the default 30 s\n"
+        "_postgres.PostgresStore = functools.partial(_postgres.PostgresStore, timeout=2.0)\n"
+        "from cargohold.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--store", refused_url, "ls"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == ExitCode.ERROR
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("cargohold: error: ")
+    for secret in (PASSWORD, "nowhere", "127.0.0.1", refused_url.rsplit(":", 1)[1]):
+        assert secret not in done.stderr
+
+
 def test_a_database_that_does_not_exist_is_store_unavailable_without_naming_it(
     pg_cluster: PgCluster,
 ) -> None:
@@ -423,6 +492,43 @@ def test_gc_racing_a_writer_that_re_references_expired_bytes_never_takes_them(
     finally:
         live.close()
         old.close()
+
+
+def test_a_put_whose_row_gc_collects_between_its_lookup_and_its_extension_stays_readable(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FakeClock()
+    data = b"re-put near its expiry" * 100
+    store = PostgresStore(store_url, clock=clock)
+    try:
+        scoped = ScopedStore(store, ALICE)
+        scoped.put(data, ttl=100)
+        clock.advance(99)  # alive for the put's lookup, due for an extension; expired a second on
+        other_host = PostgresStore(store_url, clock=FakeClock(clock() + 1))
+        looked_up = store._existing
+        collected: list[object] = []
+
+        def gc_then_extend(*args: Any) -> Any:
+            if not collected:
+                collected.append(other_host.gc())
+            return looked_up(*args)
+
+        monkeypatch.setattr(store, "_existing", gc_then_extend)
+        try:
+            put = scoped.put(data, ttl=100)
+        finally:
+            other_host.close()
+        monkeypatch.undo()
+
+        assert collected
+        read = scoped.read(put.ref)
+        assert read.outcome is ReadOutcome.RESOLVED
+        assert read.data == data
+        assert put.record.expires == clock() + 100
+        assert store.store_usage() == Usage(1, len(data))
+        assert store.verify() == []
+    finally:
+        store.close()
 
 
 def _reporting(target: Any, errors: list[BaseException]) -> Any:

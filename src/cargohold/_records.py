@@ -276,10 +276,15 @@ class Usage:
 class Finding:
     """One thing ``verify`` found wrong. Kept, never deleted on assumption.
 
+    Two families. Damage: ``corrupt`` (bytes do not hash to their digest, or something other
+    than a plain file of the right size where a blob should be), ``missing_blob`` (a record
+    whose bytes are gone), ``permissions`` (a file that is not 0600 or a directory that is not
+    0700), ``unknown`` (an entry the store did not make). Housekeeping, the leftovers of an
+    interrupted write that lose nothing: ``orphan`` (bytes no record names), ``staging`` (a
+    staged file whose writer died; ``gc`` removes it).
+
     Attributes:
-        kind: ``corrupt`` (bytes do not hash to their digest), ``missing_blob`` (a record whose
-            bytes are gone), ``orphan`` (bytes no record names), ``unknown`` (an entry the store
-            did not make), ``staging`` (a leftover of an interrupted write).
+        kind: One of the codes above.
         digest: The digest concerned, when there is one.
         detail: A short, path-free explanation.
     """

@@ -490,14 +490,20 @@ def gc(dry_run: bool, as_json: bool) -> None:
     )
 
 
+_HOUSEKEEPING = frozenset({"orphan", "staging"})
+"""Finding kinds that an interrupted write leaves and that lose nothing: reported, not failed."""
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def verify(as_json: bool) -> None:
-    """Re-hash every blob in the store and report what is wrong; exit 1 when anything is.
+    """Re-hash every blob in the store and report what is wrong; exit 1 on damage.
 
-    Findings: corrupt (bytes do not match their digest), missing_blob (a record whose bytes are
-    gone), orphan (bytes no record names), unknown (an entry the store did not make), staging
-    (a leftover of an interrupted write). Nothing is deleted or repaired.
+    Damage (exit 1): corrupt (bytes do not match their digest, or not a plain file where a
+    blob should be), missing_blob (a record whose bytes are gone), permissions (a file not 0600
+    or a directory not 0700), unknown (an entry the store did not make). Housekeeping (reported,
+    exit 0): orphan (bytes no record names), staging (a staged file whose writer died; gc
+    removes it). Nothing is deleted or repaired.
 
     \b
     Example:
@@ -507,6 +513,7 @@ def verify(as_json: bool) -> None:
     with ProgressBar("verifying blobs") as bar:
         findings = app.store.verify(progress=bar)
     blobs = bar.total or app.store.store_usage().objects
+    damage = sum(1 for f in findings if f.kind not in _HOUSEKEEPING)
     rows = [
         {
             "kind": f.kind,
@@ -516,14 +523,15 @@ def verify(as_json: bool) -> None:
         for f in findings
     ]
     if as_json:
-        _echo_json({"clean": not findings, "blobs": blobs, "findings": rows})
+        _echo_json({"clean": not findings, "damaged": damage > 0, "blobs": blobs, "findings": rows})
     elif not findings:
         click.echo(f"clean: {_plural(blobs, 'blob')} verified, nothing wrong")
     else:
         for row in rows:
             click.echo(f"{row['kind']:<12} {_dash(row['ref']):<82} {row['detail']}")
-        click.echo(f"{_plural(len(rows), 'finding')}; nothing was deleted", err=True)
-    if findings:
+        summary = f"{damage:,} damaged" if damage else "housekeeping only, no damage"
+        click.echo(f"{_plural(len(rows), 'finding')} ({summary}); nothing was deleted", err=True)
+    if damage:
         raise click.exceptions.Exit(int(ExitCode.ERROR))
 
 

@@ -44,7 +44,7 @@ OUTCOME_EXIT: dict[ReadOutcome, ExitCode] = {
 EXIT_CODES_HELP = """\b
 Exit status:
   0  success
-  1  other error (the store is unavailable or damaged; verify found problems)
+  1  other error (the store is unavailable; verify found damage, not mere leftovers)
   2  usage: bad arguments, configuration or reference
   3  missing: no such artifact in this scope
   4  unauthorized: the artifact belongs to another session

@@ -10,16 +10,28 @@ The tenant key is a hash of the tenant name, so no owner identity appears in a p
 
 Write order: hash; stage the bytes (write, fsync); then, holding SQLite's write lock, rename the
 staged file into place, fsync its directory and commit the index row. A crash at any point leaves at
-worst a staged file or an orphan blob, both of which ``verify`` reports; never a row without its
-bytes. Renaming under the write lock is what lets ``gc`` unlink safely: it removes the rows,
-commits, then unlinks only blobs that no row names *while holding the same lock*, so a writer
-that re-adds the same bytes in between either sees gc's unlink or is seen by it.
+worst a staged file or an orphan blob, both of which ``verify`` reports (as housekeeping, not
+damage); never a row without its bytes. Renaming under the write lock is what lets ``gc`` unlink
+safely: it removes the rows, commits, then unlinks only blobs that no row names *while holding the
+same lock*, so a writer that re-adds the same bytes in between either sees gc's unlink or is seen
+by it.
+
+A writer holds an exclusive ``flock`` on its staged file from creation until the file is renamed
+or removed. The kernel drops that lock when the writer dies, however it dies, so a staged file
+nobody holds is provably a leftover: it counts toward :meth:`LocalStore.store_usage` and the
+store quota, and ``gc`` removes it at once (no age threshold, no pid that a container or a reused
+pid could fool).
+
+Nothing under the root is opened in a way that can block: files are opened with ``O_NONBLOCK``
+and ``O_NOFOLLOW`` and checked with ``fstat`` before any read, so a FIFO, socket, device or
+directory where a blob should be reads as ``stale`` and is a ``corrupt`` finding of ``verify``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import os
@@ -68,10 +80,14 @@ if TYPE_CHECKING:  # imported when the pool is made: concurrent.futures costs a 
     from concurrent.futures import ThreadPoolExecutor
 
 SCHEMA_VERSION = 1
-STAGING_MAX_AGE = 3600.0
-"""A staged file older than this belongs to a write that died: no put takes an hour."""
+_STAGE_ATTEMPTS = 8
+"""A staged file gc took between its creation and its lock is made again under a new name."""
+_PROBE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+"""How anything under the root is opened to be looked at: never through a link, never blocking
+(opening a FIFO for reading would wait for a writer forever)."""
 
 _HEX = frozenset("0123456789abcdef")
+_INDEX_FILES = ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm")
 _PROC_FD = "/proc/self/fd/"
 _HAS_O_PATH = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
 """Linux: check a blob's directory by the path the kernel resolved, not by walking it."""
@@ -310,7 +326,12 @@ class LocalStore:
         return self._objects / tenant_key(tenant) / digest[:2] / digest[2:]
 
     def _open_blob(self, tenant: str, digest: str, size: int) -> int | None:
-        """Open a blob for reading, refusing symlinks, escapes, foreign owners and wrong sizes."""
+        """Open a blob for reading, refusing symlinks, escapes, foreign owners and wrong sizes.
+
+        ``O_NONBLOCK``: whatever lies at the blob's path (a FIFO, a device) must not make the
+        open wait; its type is checked on the descriptor before anything is read. On a regular
+        file the flag changes nothing.
+        """
         parent = os.path.join(self._objects_str, tenant_key(tenant), digest[:2])
         try:
             if _HAS_O_PATH:
@@ -321,13 +342,13 @@ class LocalStore:
                 try:
                     if os.readlink(_PROC_FD + str(dir_fd)) != parent:
                         return None
-                    fd = os.open(digest[2:], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                    fd = os.open(digest[2:], _PROBE_FLAGS, dir_fd=dir_fd)
                 finally:
                     os.close(dir_fd)
             else:
                 if os.path.realpath(parent) != parent:
                     return None
-                fd = os.open(os.path.join(parent, digest[2:]), os.O_RDONLY | os.O_NOFOLLOW)
+                fd = os.open(os.path.join(parent, digest[2:]), _PROBE_FLAGS)
         except OSError:
             return None
         info = os.fstat(fd)
@@ -338,8 +359,12 @@ class LocalStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _stage(self, data: bytes, ref: Ref) -> tuple[str, bytes]:
+    def _stage(self, data: bytes, ref: Ref, held: list[int]) -> tuple[str, bytes]:
         """Write ``data`` to a private staging file and fsync it; hash its chunks meanwhile.
+
+        The staged file's descriptor, holding an exclusive ``flock`` that says "a live writer
+        owns this file", is appended to ``held``: the caller closes it once the file is renamed
+        into place or removed, never before (gc removes any staged file it can lock).
 
         hashlib releases the GIL on large buffers, so the chunk digests cost nothing on a second
         core while the disk syncs. A body of one chunk (or none) is its own only chunk: its
@@ -352,9 +377,8 @@ class LocalStore:
 
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cargohold-hash")
             pending = self._pool.submit(chunk_digests, data)
-        name = f"{os.getpid()}-{threading.get_ident()}-{os.urandom(8).hex()}"
-        staged = str(self._staging / name)
-        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        staged, fd = self._create_staged()
+        held.append(fd)
         try:
             view = memoryview(data)
             while view:
@@ -362,17 +386,45 @@ class LocalStore:
                 view = view[written:]
             os.fsync(fd)
         except BaseException:
-            os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(staged)
+            held.remove(fd)
+            os.close(fd)  # after the unlink: gc must never find the file unlocked
             raise
-        os.close(fd)
         chunks = pending.result() if pending is not None else bytes.fromhex(ref.digest)
         return staged, chunks
+
+    def _create_staged(self) -> tuple[str, int]:
+        """A new, empty staging file, locked by this writer; its path and descriptor."""
+        for _ in range(_STAGE_ATTEMPTS):
+            name = f"{os.getpid()}-{threading.get_ident()}-{os.urandom(8).hex()}"
+            staged = str(self._staging / name)
+            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                # Blocking: a gc probing the file holds its lock for microseconds. Between the
+                # create and this lock gc may have found the file unlocked and removed it; the
+                # link count says so, and the write starts over under a new name.
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if os.fstat(fd).st_nlink > 0:
+                    return staged, fd
+            except BaseException:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(staged)
+                raise
+            os.close(fd)
+        raise StoreUnavailableError("the store stayed busy: staged files kept disappearing")
 
     def put(
         self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
     ) -> PutResult:
+        """Store ``data`` for ``scope``; see :meth:`StoreBackend.put`.
+
+        A put that returns has left a readable artifact: every decision that depends on a row
+        (does this scope hold the bytes, is the blob there, is there room) is taken again inside
+        the write transaction that acts on it, so a ``gc`` in another process cannot slip
+        between a lookup and the write that relies on it.
+        """
         write = prepare_write(data, request, self.limits)
         with _translated():
             fast = self._put_existing(scope, write)
@@ -381,7 +433,15 @@ class LocalStore:
             return self._put_new(scope, write)
 
     def _put_existing(self, scope: Scope, write: PreparedWrite) -> PutResult | None:
-        """The cheap path: this owner already holds these bytes. One lookup, rarely a write."""
+        """The cheap path: this owner already holds these bytes, alive for a while yet.
+
+        One lookup and no write. It answers only when the record needs no extension: gc
+        removes only records expired by its clock, and this one outlives "now" by at least half
+        the TTL asked for. A record to extend (or expired, or absent) takes :meth:`_put_new`,
+        which looks again and extends inside its write transaction. Extending here, after a
+        lookup outside that transaction, lost writes: a gc could delete the row in between,
+        the UPDATE matched nothing, and the put still reported success.
+        """
         with self._lock:
             row = self._index.execute(
                 _SELECT_ONE,
@@ -391,19 +451,18 @@ class LocalStore:
             return None
         record = record_from_row(row)
         now = self._clock()
-        if record.expires <= now:
-            return None  # expired: counts again toward the quota, so take the full path
-        if needs_refresh(record.expires, now, write.ttl):
-            with self._write() as db:
-                db.execute(
-                    "UPDATE artifacts SET expires = max(expires, ?)"
-                    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
-                    (now + write.ttl, *scope.owner, write.ref.digest),
-                )
-            record = dataclasses.replace(record, expires=max(record.expires, now + write.ttl))
+        if record.expires <= now or needs_refresh(record.expires, now, write.ttl):
+            return None
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
     def _put_new(self, scope: Scope, write: PreparedWrite) -> PutResult:
+        """Write (or extend) the scope's record of these bytes in one write transaction.
+
+        Inside it: the scope's record is looked up again (a live one is extended, never
+        counted twice against the quota; one gone since an earlier lookup is written afresh),
+        the blob row and file are checked again (bytes gc removed meanwhile are staged anew),
+        and the quotas are counted, staging leftovers included.
+        """
         digest = write.ref.digest
         size = len(write.data)
         with self._lock:
@@ -411,9 +470,10 @@ class LocalStore:
                 "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (scope.tenant, digest)
             ).fetchone()
         staged: str | None = None
+        locks: list[int] = []
         chunks = b""
         if known is None:
-            staged, chunks = self._stage(write.data, write.ref)
+            staged, chunks = self._stage(write.data, write.ref, locks)
         try:
             with self._write() as db:
                 now = self._clock()
@@ -434,12 +494,12 @@ class LocalStore:
                 blob_written = blob is None or not path.exists()
                 if blob_written:
                     if staged is None:  # gc removed the blob since we looked: stage it now
-                        staged, chunks = self._stage(write.data, write.ref)
+                        staged, chunks = self._stage(write.data, write.ref, locks)
                     if blob is None:
                         objects, held = db.execute(
                             "SELECT objects, bytes FROM stats WHERE id = 1"
                         ).fetchone()
-                        self.limits.check_store(objects, held, size)
+                        self.limits.check_store(objects, held + self._leftover_bytes(), size)
                     _mkdir_private(path.parent)
                     os.rename(staged, path)
                     staged = None
@@ -490,6 +550,8 @@ class LocalStore:
             if staged is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(staged)
+            for fd in locks:  # only now: a staged file must stay locked until it is gone
+                os.close(fd)
         # The row as the upsert left it, without reading it back: a conflict only raised expires.
         if old is not None and existing:
             record = dataclasses.replace(old, expires=max(old.expires, expires))
@@ -587,7 +649,10 @@ class LocalStore:
             stale = ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
             fd = self._open_blob(scope.tenant, ref.digest, record.size)
             if fd is None:
-                return stale
+                # A gc may have collected the artifact since the lookup (it expired meanwhile):
+                # answer as a lookup now would, and call it stale only if it still resolves.
+                again = self._lookup(scope, ref)[0]
+                return stale if again.outcome is ReadOutcome.RESOLVED else again
             try:
                 if begin == 0 and stop == record.size:
                     body = _read_exact(fd, 0, record.size)
@@ -625,15 +690,37 @@ class LocalStore:
         return Usage(int(objects), int(held))
 
     def store_usage(self) -> Usage:
-        with _translated(), self._lock:
-            objects, held = self._index.execute(
-                "SELECT objects, bytes FROM stats WHERE id = 1"
-            ).fetchone()
-        return Usage(int(objects), int(held))
+        """Distinct blobs and their bytes, plus the bytes of staging leftovers.
+
+        A leftover (a staged file whose writer died) takes disk space like a blob until ``gc``
+        removes it, so its bytes count here and toward the store quota; it is not an object.
+        """
+        with _translated():
+            with self._lock:
+                objects, held = self._index.execute(
+                    "SELECT objects, bytes FROM stats WHERE id = 1"
+                ).fetchone()
+            return Usage(int(objects), int(held) + self._leftover_bytes())
+
+    def _leftover_bytes(self) -> int:
+        """Bytes of the staged files no live writer holds."""
+        total = 0
+        with os.scandir(self._staging) as entries:
+            for entry in entries:
+                state, info = _staged_state(entry.path)
+                if state == "leftover" and info is not None:
+                    total += info.st_size
+        return total
 
     # -- maintenance ----------------------------------------------------------------------
 
     def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        """Remove expired artifacts and unnamed blobs; see :meth:`StoreBackend.gc`.
+
+        A real run also removes every staging leftover: a staged file no live writer holds
+        (its writer died; the kernel released its lock). A write in progress is never touched,
+        however long it takes. The report counts expired artifacts and blobs only.
+        """
         with _translated():
             return self._gc(dry_run, progress)
 
@@ -701,14 +788,20 @@ class LocalStore:
         return report
 
     def _remove_dead_staging(self) -> None:
-        cutoff = time.time() - STAGING_MAX_AGE
-        for entry in os.scandir(self._staging):
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
-                    os.unlink(entry.path)
+        with os.scandir(self._staging) as entries:
+            for entry in entries:
+                _staged_state(entry.path, remove=True)
 
     def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        """Re-hash every blob and look over the managed root; see :meth:`StoreBackend.verify`.
+
+        Beyond the blobs: a file that is not 0600 or a directory that is not 0700 is a
+        ``permissions`` finding, a staged file no live writer holds a ``staging`` one (a write
+        in progress is not reported), and anything that is not a plain file where a blob or a
+        staged file should be is ``corrupt`` or ``unknown``; nothing is ever opened in a way
+        that can block. A blob that looks missing or unnamed is looked at again under the
+        write lock, so a ``gc`` or a put running meanwhile is not reported as damage.
+        """
         with _translated():
             return self._verify(progress)
 
@@ -732,19 +825,41 @@ class LocalStore:
             if progress is not None:
                 progress(index, len(blobs))
         findings.extend(self._walk_objects(known))
-        for _ in os.scandir(self._staging):
-            findings.append(Finding("staging", None, "a staged file of an unfinished write"))
+        with os.scandir(self._staging) as entries:
+            for name in sorted(entry.name for entry in entries):
+                state, _ = _staged_state(os.path.join(self._staging, name))
+                if state == "leftover":
+                    findings.append(Finding("staging", None, "a staged file of a write that died"))
+                elif state == "unknown":
+                    findings.append(Finding("unknown", None, "an entry the store did not make"))
+        for name in ("", "staging", *_INDEX_FILES):  # objects: checked by the walk
+            with contextlib.suppress(FileNotFoundError):
+                finding = _mode_finding(os.lstat(os.path.join(self._root, name)))
+                if finding is not None:
+                    findings.append(finding)
         return findings
 
     def _check_blob(
         self, tenant: str, digest: str, size: int, chunk_size: int, chunks: bytes
     ) -> list[Finding]:
-        path = self._blob_path(tenant, digest)
-        if not os.path.lexists(path):
-            return [Finding("missing_blob", digest, "the blob's bytes are gone")]
         fd = self._open_blob(tenant, digest, size)
         if fd is None:
-            return [Finding("corrupt", digest, "the blob is a link, foreign, or the wrong size")]
+            path = self._blob_path(tenant, digest)
+            # Under the write lock neither gc nor a writer is between its row and its file.
+            with self._write() as db:
+                named = db.execute(
+                    "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (tenant, digest)
+                ).fetchone()
+                present = os.path.lexists(path)
+            if named is None:
+                return []  # collected since the listing
+            if not present:
+                return [Finding("missing_blob", digest, "the blob's bytes are gone")]
+            return [
+                Finding(
+                    "corrupt", digest, "the blob is a link, not a plain file, foreign, or resized"
+                )
+            ]
         try:
             sha = hashlib.sha256()
             pieces = []
@@ -752,37 +867,52 @@ class LocalStore:
                 block = _read_exact(fd, offset, min(4 * 1024 * 1024, size - offset))
                 sha.update(block)
                 pieces.append(block)
+            info = os.fstat(fd)
         finally:
             os.close(fd)
         if sha.hexdigest() != digest:
             return [Finding("corrupt", digest, "bytes do not match their digest")]
         if chunk_digests(b"".join(pieces), chunk_size) != chunks:
             return [Finding("corrupt", digest, "chunk digests do not match the bytes")]
-        return []
+        finding = _mode_finding(info, digest)
+        return [] if finding is None else [finding]
 
     def _walk_objects(self, known: dict[str, set[str]]) -> list[Finding]:
         findings: list[Finding] = []
         for dirpath, dirnames, filenames in os.walk(self._objects):
             dirnames.sort()
             rel = Path(dirpath).relative_to(self._objects).parts
+            if len(rel) <= 2:  # objects, a tenant's directory, a prefix directory
+                with contextlib.suppress(FileNotFoundError):
+                    finding = _mode_finding(os.lstat(dirpath))
+                    if finding is not None:
+                        findings.append(finding)
             for name in sorted(filenames) + [d for d in dirnames if len(rel) >= 2]:
                 full = os.path.join(dirpath, name)
                 digest = (rel[1] + name) if len(rel) == 2 else ""
-                well_formed = (
-                    len(rel) == 2
-                    and len(digest) == 64
-                    and set(digest) <= _HEX
-                    and stat.S_ISREG(os.lstat(full).st_mode)
-                )
-                if not well_formed:
+                try:
+                    regular = stat.S_ISREG(os.lstat(full).st_mode)
+                except FileNotFoundError:
+                    continue  # collected since the walk listed it
+                well_formed = len(rel) == 2 and len(digest) == 64 and set(digest) <= _HEX
+                if not (well_formed and regular):
                     findings.append(Finding("unknown", None, "an entry the store did not make"))
-                elif digest not in known.get(rel[0], set()):
+                elif digest not in known.get(rel[0], set()) and self._unnamed(rel[0], digest):
                     findings.append(Finding("orphan", digest, "bytes no record names"))
             for name in list(dirnames):
                 if os.path.islink(os.path.join(dirpath, name)):
                     findings.append(Finding("unknown", None, "a symlink in the store"))
                     dirnames.remove(name)
         return findings
+
+    def _unnamed(self, key: str, digest: str) -> bool:
+        """Whether no blob row of the tenant keyed ``key`` names ``digest`` (a put may have
+        added one since verify listed the rows)."""
+        with self._lock:
+            tenants = self._index.execute(
+                "SELECT tenant FROM blobs WHERE digest = ?", (digest,)
+            ).fetchall()
+        return not any(tenant_key(tenant) == key for (tenant,) in tenants)
 
     def close(self) -> None:
         with self._lock:
@@ -834,3 +964,46 @@ def _read_exact(fd: int, offset: int, length: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+
+
+def _mode_finding(info: os.stat_result, digest: str | None = None) -> Finding | None:
+    """A ``permissions`` finding for a directory that is not 0700 or a file that is not 0600."""
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISDIR(info.st_mode) and mode != 0o700:
+        return Finding("permissions", digest, "a directory is not 0700")
+    if stat.S_ISREG(info.st_mode) and mode != 0o600:
+        return Finding("permissions", digest, "a file is not 0600")
+    return None
+
+
+def _staged_state(path: str, *, remove: bool = False) -> tuple[str, os.stat_result | None]:
+    """What an entry of the staging directory is, and its ``fstat`` when it could be opened.
+
+    ``held``: a live writer holds its lock. ``leftover``: a plain file nobody holds, whose
+    writer died (removed first when ``remove``). ``unknown``: not a plain file (a link, a FIFO,
+    a directory...), or unreadable. ``gone``: removed meanwhile. Opening never blocks, and
+    the probe's own lock lasts microseconds (a shared one when only looking).
+    """
+    try:
+        fd = os.open(path, _PROBE_FLAGS)
+    except FileNotFoundError:
+        return "gone", None
+    except OSError:
+        return "unknown", None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "unknown", info
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if remove else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except OSError:
+            return "held", info  # held by a writer (or locks unsupported: keep it then)
+        if remove:
+            with contextlib.suppress(FileNotFoundError):
+                now = os.lstat(path)
+                # The very file that was locked, not one renamed over its name since.
+                if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+                    os.unlink(path)
+        return "leftover", info
+    finally:
+        os.close(fd)

@@ -32,7 +32,11 @@ Concurrency, which is the reason this backend exists:
 Faults: psycopg's errors are translated here, in :func:`_translated`, without their text (it can
 name hosts and users). A lost connection on an idempotent verb (reads, and puts, which are
 idempotent by content) is retried on a fresh connection after the pool has discarded its broken
-ones; otherwise the caller gets :class:`StoreUnavailableError`.
+ones; otherwise the caller gets :class:`StoreUnavailableError`. The pool's own log records about
+cargohold's pools (one warning per failed connection attempt, naming the host and the server's
+message) are dropped by a filter on the ``psycopg.pool`` logger: the typed error is the one
+report, and an unreachable server costs the command line one line of stderr, not a dozen.
+Records about other pools of the process pass untouched.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -93,6 +98,28 @@ __all__ = ["PostgresStore", "schema_status", "upgrade_schema"]
 
 _T = TypeVar("_T")
 _Conn = psycopg.Connection[Any]
+
+_POOL_NAME = "cargohold"
+"""The name of every pool this backend opens; psycopg_pool names the pool in its records."""
+
+
+class _QuietPool(logging.Filter):
+    """Drops ``psycopg.pool`` records about cargohold's pools (their first argument is the
+    pool's name): every failure they describe reaches the caller as a typed error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (isinstance(args, tuple) and args and args[0] == _POOL_NAME)
+
+
+def _quiet_pool_logs() -> None:
+    """Install :class:`_QuietPool` on the ``psycopg.pool`` logger, once per process."""
+    logger = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, _QuietPool) for f in logger.filters):
+        logger.addFilter(_QuietPool())
+
+
+_quiet_pool_logs()
 
 GC_BATCH = 256
 """Blobs gc examines per transaction: bounds how long it holds their locks."""
@@ -323,7 +350,7 @@ class PostgresStore:
             kwargs={"autocommit": True, "application_name": "cargohold"},
             timeout=timeout,
             open=False,
-            name="cargohold",
+            name=_POOL_NAME,
         )
         self._closed = False
         try:
