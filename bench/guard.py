@@ -1,6 +1,6 @@
 """Guard benchmark: ``python -m bench.guard [--quick] [--markdown FILE]``.
 
-The edge guard over a realistic 100-message, 2 MiB OpenAI Chat Completions request, against
+The edge guard over a realistic ~115-message, 2 MiB OpenAI Chat Completions request, against
 ``orjson.dumps`` of the same request (which the client must do anyway before sending it). The
 design's target: the guard costs at most 0.1 of the serialization.
 
@@ -67,7 +67,7 @@ def _slice(data: bytes, start: int, size: int) -> str:
 
 
 def build_request(corpus_root: Path = CORPUS, target: int = 2 * MiB) -> dict[str, Any]:
-    """The 100-message request: stubs, recovered segments, tool calls and ordinary text."""
+    """The ~115-message request: stubs, recovered segments, tool calls and ordinary text."""
     files = _corpus(corpus_root)
     scoped = ScopedStore(MemoryStore(), Scope("bench", "guard", "run"))
     offloader = Offloader(scoped)
@@ -76,7 +76,7 @@ def build_request(corpus_root: Path = CORPUS, target: int = 2 * MiB) -> dict[str
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _slice(text, 0, 3 * KiB)},
     ]
-    rounds = 24  # 1 system + 24 rounds of 4 + 3 closing messages = 100
+    rounds = 24  # 1 system + 24 rounds of 4 + 2 closing messages, then ~16 to fill up to target
     # Text per turn chosen so the whole request lands at ``target`` bytes (each well under 32 KiB).
     per_turn = 28 * KiB
     for index in range(rounds):
@@ -107,17 +107,15 @@ def build_request(corpus_root: Path = CORPUS, target: int = 2 * MiB) -> dict[str
         )
     messages.append({"role": "user", "content": _slice(text, 31337, 8 * KiB)})
     messages.append({"role": "assistant", "content": _slice(text, 4242, 8 * KiB)})
-    size = len(orjson.dumps(messages))
-    filler = max(0, target - size - 64)
-    messages.append({"role": "user", "content": ""})
-    # Top up with ordinary user text in parts under the threshold, to the target size.
-    parts = []
-    while filler > 0:
-        piece = _slice(text, filler * 31, min(filler, 24 * KiB))
+    # Top up to the target size with ordinary user messages, each under the threshold: the guard
+    # sums the parts of one message, so the filler cannot be parts of a single message.
+    while True:
+        room = target - len(orjson.dumps(messages)) - 64
+        if room <= 0:
+            break
+        piece = _slice(text, room * 31, min(room, 24 * KiB))
         piece = piece.replace("\\", "/").replace('"', "'")
-        parts.append({"type": "text", "text": piece})
-        filler -= len(orjson.dumps(parts[-1]))
-    messages[-1]["content"] = parts or "done?"
+        messages.append({"role": "user", "content": piece or "done?"})
     return {"model": "gpt-4.1", "messages": messages, "temperature": 0}
 
 

@@ -279,6 +279,8 @@ def test_a_rehydrate_event_names_the_reference_asked_for(outcome: RehydrateOutco
         {"depth": -1},
         {"context_bytes": -1},
         {"estimated_tokens": -1},
+        {"limit_tokens": -1},
+        {"limit_tokens": True},
         {"tool": "a tool name with spaces"},
         {"tool": "x" * 200},
     ],
@@ -305,7 +307,41 @@ def test_as_dict_gives_every_field_as_plain_data() -> None:
     assert data["outcome"] == "offloaded"
     assert data["ref"] == REF
     assert data["sequence"] == 7
+    assert data["limit_tokens"] is None
     assert json.loads(json.dumps(data)) == data
+
+
+def test_a_guard_event_carries_its_token_limit_to_the_json_lines_sink() -> None:
+    stream = io.StringIO()
+    reporter = Reporter([JsonLinesSink(stream, clock=lambda: 0.0)])
+    event = reporter.decide(
+        Operation.GUARD,
+        GuardOutcome.CONTEXT_WINDOW_EXCEEDED,
+        ContentKind.REQUEST,
+        Reason.WINDOW_MARGIN,
+        observed_bytes=900_000,
+        limit_bytes=0,
+        ref=None,
+        estimated_tokens=210_000,
+        limit_tokens=196_000,
+    )
+    assert event.limit_tokens == 196_000
+    assert json.loads(stream.getvalue())["limit_tokens"] == 196_000
+
+
+def test_the_run_summary_does_not_count_an_unchecked_window_as_a_guard_failure() -> None:
+    summary = RunSummary()
+    Reporter([summary]).decide(
+        Operation.GUARD,
+        GuardOutcome.CONTEXT_WINDOW_UNCHECKED,
+        ContentKind.REQUEST,
+        Reason.UNKNOWN_MODEL,
+        observed_bytes=10,
+        limit_bytes=0,
+        ref=None,
+    )
+    assert summary.as_dict()["guard_failures"] == 0
+    assert summary.as_dict()["decisions"] == {"guard:llm.context_window_unchecked": 1}
 
 
 # -- no reporter, broken sinks ---------------------------------------------------------------

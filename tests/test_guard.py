@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from _require import require
-from cargohold import GuardOutcome, Operation, Reason
+from cargohold import ContentKind, GuardOutcome, Operation, Reason
 from cargohold.guard import (
     ContextLeakError,
     Guard,
@@ -855,3 +855,55 @@ def test_importing_cargohold_and_its_guard_imports_no_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    ("request_", "kind"),
+    [
+        pytest.param(chat({"role": "system", "content": raw()}), "system_prompt", id="system"),
+        pytest.param(
+            chat(
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": data_url()}}],
+                }
+            ),
+            "attachment",
+            id="attachment",
+        ),
+        pytest.param(chat({"role": "user", "content": raw()}), "message_text", id="text"),
+        pytest.param(
+            chat(
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "tool", "tool_call_id": "call_1", "content": raw()},
+            ),
+            "tool_result",
+            id="tool-result",
+        ),
+        pytest.param(
+            chat(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "save_file", "arguments": json.dumps([raw()])},
+                }
+            ),
+            "tool_arguments",
+            id="tool-arguments",
+        ),
+        pytest.param(
+            chat(tools=[{"type": "function", "function": {"name": "f", "description": raw()}}]),
+            "tool_definitions",
+            id="tool-definitions",
+        ),
+        pytest.param(chat(metadata={"context": raw()}), "request", id="other-key"),
+    ],
+)
+def test_a_leak_event_names_the_kind_of_content_that_leaked(
+    request_: dict[str, Any], kind: str
+) -> None:
+    rep, sink = reporter()
+    with pytest.raises(ContextLeakError):
+        Guard(reporter=rep).check(request_, format="openai-chat")
+    assert sink.events[0].content_kind is ContentKind(kind)
+    assert sink.events[0].limit_tokens is None

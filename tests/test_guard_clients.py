@@ -18,6 +18,7 @@ from cargohold import GuardOutcome, UsageError
 from cargohold.guard import (
     ContextLeakError,
     ContextWindowExceededError,
+    ContextWindowUnknownError,
     guard_anthropic,
     guard_openai,
 )
@@ -259,3 +260,18 @@ def test_a_client_of_the_wrong_kind_is_a_usage_error() -> None:
         guard_openai(object())
     with pytest.raises(UsageError):
         guard_anthropic(object())
+
+
+def test_a_strict_guarded_client_refuses_a_model_without_a_window_before_sending() -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler), strict_window=True)
+    with pytest.raises(ContextWindowUnknownError):
+        client.chat.completions.create(model="my-local-llama", messages=CLEAN_CHAT)
+    assert handler.requests == []
+    client = guard_anthropic(
+        anthropic_client(handler), windows={"my-llama": 8000}, strict_window=True
+    )
+    client.messages.create(
+        model="my-llama", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert len(handler.requests) == 1

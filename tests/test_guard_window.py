@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cargohold import GuardOutcome, Operation, Reason, UsageError
+from cargohold import ContentKind, GuardOutcome, Operation, Reason, UsageError
 from cargohold._tokens import count_tokens
 from cargohold.guard import (
     ESTIMATE_BAND,
@@ -15,6 +15,7 @@ from cargohold.guard import (
     MESSAGE_TOKENS,
     ContextLeakError,
     ContextWindowExceededError,
+    ContextWindowUnknownError,
     Decision,
     Guard,
     window_for,
@@ -213,3 +214,65 @@ def test_the_callers_windows_win_over_the_table() -> None:
     assert Guard(windows={"gpt-4o": 1000}).window_for("gpt-4o-mini") == 1000
     with pytest.raises(UsageError):
         Guard(windows={"gpt-4o": 0})
+
+
+def test_a_window_overflow_event_carries_the_token_limit_and_names_the_request() -> None:
+    rep, sink = reporter()
+    body = request(*[raw(30 * KiB) for _ in range(10)])
+    with pytest.raises(ContextWindowExceededError):
+        Guard(windows={"tiny-model": 3000}, margin=500, reporter=rep).check(
+            body, format="openai-chat"
+        )
+    (event,) = sink.events
+    assert event.limit_tokens == 2500
+    assert event.content_kind is ContentKind.REQUEST
+    assert event.as_dict()["limit_tokens"] == 2500
+
+
+def test_an_unknown_model_is_reported_not_skipped_silently() -> None:
+    rep, sink = reporter()
+    body = request("hello", model="my-local-llama")
+    report = Guard(reporter=rep).check(body, format="openai-chat")
+    assert report.decided_by is Decision.UNKNOWN_MODEL
+    (event,) = sink.events
+    assert (event.operation, event.outcome, event.reason) == (
+        Operation.GUARD,
+        GuardOutcome.CONTEXT_WINDOW_UNCHECKED,
+        Reason.UNKNOWN_MODEL,
+    )
+    assert event.content_kind is ContentKind.REQUEST
+    assert (event.ref, event.limit_tokens) == (None, None)
+    assert event.estimated_tokens == report.estimated_tokens
+    Guard(reporter=rep).check(body, format="openai-chat", check_window=False)
+    Guard(reporter=rep).check(request("hello", model="gpt-4o"), format="openai-chat")
+    assert len(sink.events) == 1  # a skipped or a made window check reports nothing
+
+
+@pytest.mark.parametrize(
+    ("body", "model"),
+    [
+        pytest.param(request("hello", model="my-local-llama"), None, id="unknown-model"),
+        pytest.param({"messages": [{"role": "user", "content": "hello"}]}, None, id="no-model"),
+    ],
+)
+def test_a_strict_guard_refuses_a_model_it_has_no_window_for(
+    body: dict[str, Any], model: str | None
+) -> None:
+    rep, sink = reporter()
+    with pytest.raises(ContextWindowUnknownError) as caught:
+        Guard(strict_window=True, reporter=rep).check(body, format="openai-chat", model=model)
+    error = caught.value
+    assert error.code == "context_window_unknown"
+    assert "model_windows" in str(error)
+    assert "CARGOHOLD_MODEL_WINDOWS" in str(error)
+    assert sink.events == [error.event]
+    assert error.event.outcome is GuardOutcome.CONTEXT_WINDOW_UNKNOWN
+    assert error.event.reason is Reason.UNKNOWN_MODEL
+
+
+def test_a_strict_guard_passes_known_models_and_declared_windows() -> None:
+    strict = Guard(strict_window=True, windows={"my-local-llama": 32_000})
+    assert strict.check(request("hello", model="my-local-llama-3"), format="openai-chat").window
+    assert strict.check(request("hello", model="gpt-4o"), format="openai-chat").window
+    skipped = strict.check(request("hi", model="other"), format="openai-chat", check_window=False)
+    assert skipped.decided_by is Decision.SKIPPED

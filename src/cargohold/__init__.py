@@ -65,6 +65,7 @@ if _typing.TYPE_CHECKING:
     from cargohold._ref import Ref
     from cargohold._rehydrate import DEFAULT_READ_BUDGET, RehydrateResult, Rehydrator
     from cargohold._scope import Scope
+    from cargohold._secrets import SecretFinding, SecretKind, find_secrets, mask_secrets
     from cargohold._segment import SegmentInfo, parse_segment, render_segment
     from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
     from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
@@ -73,6 +74,7 @@ if _typing.TYPE_CHECKING:
     from cargohold.guard import (
         ContextLeakError,
         ContextWindowExceededError,
+        ContextWindowUnknownError,
         DispositionRefusedError,
         Guard,
         guard_anthropic,
@@ -91,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "ContentKind": "cargohold._events",
     "ContextLeakError": "cargohold.guard",
     "ContextWindowExceededError": "cargohold.guard",
+    "ContextWindowUnknownError": "cargohold.guard",
     "DEFAULT_READ_BUDGET": "cargohold._rehydrate",
     "DecisionEvent": "cargohold._events",
     "DispositionRefusedError": "cargohold.guard",
@@ -133,6 +136,8 @@ _EXPORTS: dict[str, str] = {
     "SchemaError": "cargohold._errors",
     "Scope": "cargohold._scope",
     "ScopedStore": "cargohold._facade",
+    "SecretFinding": "cargohold._secrets",
+    "SecretKind": "cargohold._secrets",
     "SegmentInfo": "cargohold._segment",
     "Sensitivity": "cargohold._records",
     "SensitivityRefusedError": "cargohold._errors",
@@ -148,9 +153,11 @@ _EXPORTS: dict[str, str] = {
     "Usage": "cargohold._records",
     "UsageError": "cargohold._errors",
     "estimate_tokens": "cargohold._tokens",
+    "find_secrets": "cargohold._secrets",
     "guard_anthropic": "cargohold.guard",
     "guard_openai": "cargohold.guard",
     "load_settings": "cargohold._config",
+    "mask_secrets": "cargohold._secrets",
     "open": "cargohold._hold",
     "open_store": "cargohold.store",
     "parse_segment": "cargohold._segment",
@@ -170,6 +177,7 @@ __all__ = [
     "ContentKind",
     "ContextLeakError",
     "ContextWindowExceededError",
+    "ContextWindowUnknownError",
     "DecisionEvent",
     "DispositionRefusedError",
     "Finding",
@@ -210,6 +218,8 @@ __all__ = [
     "SchemaError",
     "Scope",
     "ScopedStore",
+    "SecretFinding",
+    "SecretKind",
     "SegmentInfo",
     "Sensitivity",
     "SensitivityRefusedError",
@@ -225,9 +235,11 @@ __all__ = [
     "Usage",
     "UsageError",
     "estimate_tokens",
+    "find_secrets",
     "guard_anthropic",
     "guard_openai",
     "load_settings",
+    "mask_secrets",
     "open",
     "open_store",
     "parse_segment",

@@ -18,6 +18,7 @@
     ├── ReadError                     a read that did not resolve, raised on request
     ├── ContextLeakError              a request still carries raw heavy content (guard)
     ├── ContextWindowExceededError    a request does not fit the model's window (guard)
+    ├── ContextWindowUnknownError     a strict guard knows no window for the model (guard)
     ├── DispositionRefusedError       an attachment disposition that cannot be applied (guard)
     └── ContextNotReadyError          a role packet that is stale or insufficient (envelopes)
 

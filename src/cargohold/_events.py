@@ -40,6 +40,14 @@ class ContentKind(enum.StrEnum):
 
     TOOL_RESULT = "tool_result"
     RECOVERED_CONTEXT = "recovered_context"
+    # guard: where in a request the content sits
+    MESSAGE_TEXT = "message_text"
+    SYSTEM_PROMPT = "system_prompt"
+    TOOL_ARGUMENTS = "tool_arguments"
+    ATTACHMENT = "attachment"
+    TOOL_DEFINITIONS = "tool_definitions"
+    REQUEST = "request"
+    """The request as a whole (the window check), or a key outside its messages."""
 
 
 class OffloadOutcome(enum.StrEnum):
@@ -65,10 +73,14 @@ class RehydrateOutcome(enum.StrEnum):
 
 
 class GuardOutcome(enum.StrEnum):
-    """The outcome of a guard failure."""
+    """The outcome of a guard check that failed, or that could not check the window."""
 
     CONTEXT_LEAK = "llm.context_leak"
     CONTEXT_WINDOW_EXCEEDED = "llm.context_window_exceeded"
+    CONTEXT_WINDOW_UNKNOWN = "llm.context_window_unknown"
+    """Refused: no window is known for the model and the guard is strict."""
+    CONTEXT_WINDOW_UNCHECKED = "llm.context_window_unchecked"
+    """Sent without a window check: no window is known for the model (not a failure)."""
 
 
 class Reason(enum.StrEnum):
@@ -84,6 +96,8 @@ class Reason(enum.StrEnum):
     STORE_OBJECTS = "store_objects"
     STORE_BYTES = "store_bytes"
     SENSITIVITY = "sensitivity"
+    CREDENTIAL_DETECTED = "credential_detected"  # rejected: the body holds a credential
+    CREDENTIAL_MASKED = "credential_masked"  # offloaded: the tool's policy masks credentials
     STORE_UNAVAILABLE = "store_unavailable"
     STORE_ERROR = "store_error"
     RECOVERED_SEGMENT = "recovered_segment"
@@ -97,6 +111,7 @@ class Reason(enum.StrEnum):
     # guard
     RAW_HEAVY_CONTENT = "raw_heavy_content"
     WINDOW_MARGIN = "window_margin"
+    UNKNOWN_MODEL = "unknown_model"
 
 
 _WITH_REF = frozenset(
@@ -118,7 +133,8 @@ class DecisionEvent:
     Attributes:
         operation: ``offload``, ``rehydrate`` or ``guard``.
         outcome: The categorical outcome.
-        content_kind: ``tool_result`` or ``recovered_context``.
+        content_kind: ``tool_result`` or ``recovered_context``; for the guard, where the content
+            sits (``message_text``, ``system_prompt``, ``attachment``...) or ``request``.
         reason: A stable reason code.
         observed_bytes: UTF-8 (or raw) bytes the decision looked at.
         limit_bytes: The threshold or budget it compared them with.
@@ -127,6 +143,8 @@ class DecisionEvent:
         context_bytes: Bytes that entered the conversation as the decision's result (the stub,
             the inline content, the recovered segment; 0 when nothing did).
         estimated_tokens: Estimated tokens of the observed bytes (by content kind).
+        limit_tokens: The token limit compared with (the guard's window less its margin), when
+            the decision compared tokens; ``None`` otherwise.
         agent_id: The reporting agent.
         parent_agent_id: Its parent, ``None`` at the root.
         depth: 0 at the root agent, +1 per nesting.
@@ -147,6 +165,7 @@ class DecisionEvent:
     sequence: int
     context_bytes: int = 0
     estimated_tokens: int = 0
+    limit_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.ref is not None and not is_ref(self.ref):
@@ -163,6 +182,11 @@ class DecisionEvent:
         counts = (self.observed_bytes, self.limit_bytes, self.depth, self.context_bytes)
         if min(counts) < 0 or self.estimated_tokens < 0:
             raise UsageError("event byte counts and depth are non-negative")
+        limit = self.limit_tokens
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise UsageError("an event token limit is a non-negative integer")
 
     def as_dict(self) -> dict[str, str | int | None]:
         """The event as plain JSON-ready data."""
@@ -181,6 +205,7 @@ class DecisionEvent:
             "sequence": self.sequence,
             "context_bytes": self.context_bytes,
             "estimated_tokens": self.estimated_tokens,
+            "limit_tokens": self.limit_tokens,
         }
 
 
@@ -258,6 +283,7 @@ class Reporter:
         tool: str | None = None,
         context_bytes: int = 0,
         estimated_tokens: int = 0,
+        limit_tokens: int | None = None,
     ) -> DecisionEvent:
         """Build the decision's event, hand that very instance to every sink, and return it."""
         event = DecisionEvent(
@@ -275,6 +301,7 @@ class Reporter:
             sequence=self._counter.next(),
             context_bytes=context_bytes,
             estimated_tokens=estimated_tokens,
+            limit_tokens=limit_tokens,
         )
         for sink in self._sinks:
             try:
@@ -299,6 +326,7 @@ def record(
     tool: str | None = None,
     context_bytes: int = 0,
     estimated_tokens: int = 0,
+    limit_tokens: int | None = None,
 ) -> DecisionEvent:
     """The decision's event, reported when a reporter is configured.
 
@@ -317,6 +345,7 @@ def record(
             tool=tool,
             context_bytes=context_bytes,
             estimated_tokens=estimated_tokens,
+            limit_tokens=limit_tokens,
         )
     return DecisionEvent(
         operation=operation,
@@ -333,4 +362,5 @@ def record(
         sequence=0,
         context_bytes=context_bytes,
         estimated_tokens=estimated_tokens,
+        limit_tokens=limit_tokens,
     )

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from cargohold._events import DecisionEvent, OffloadOutcome, Operation
+from cargohold._events import DecisionEvent, GuardOutcome, OffloadOutcome, Operation
 
 
 class ListSink:
@@ -119,6 +119,7 @@ class OpenTelemetrySink:
 
 
 _KEPT_OUT = frozenset({OffloadOutcome.OFFLOADED, OffloadOutcome.EXISTING_REFERENCE})
+_UNCHECKED = GuardOutcome.CONTEXT_WINDOW_UNCHECKED
 
 
 @dataclass(slots=True)
@@ -145,8 +146,8 @@ class RunSummary:
                 self.tokens_offloaded += event.estimated_tokens
             elif event.operation is Operation.REHYDRATE:
                 self.recovered_bytes += event.context_bytes
-            elif event.operation is Operation.GUARD:
-                self.guard_failures += 1
+            elif event.operation is Operation.GUARD and event.outcome is not _UNCHECKED:
+                self.guard_failures += 1  # an unchecked window is reported, but it let the call go
 
     @property
     def bytes_kept_out(self) -> int:

@@ -12,10 +12,12 @@ Errors added to cargohold's tree (all under :class:`cargohold.CargoholdError`)::
     CargoholdError
     ├── ContextLeakError              a raw heavy part; one ``llm.context_leak`` event
     ├── ContextWindowExceededError    over the window less the margin; one event
+    ├── ContextWindowUnknownError     no known window for the model, and the guard is strict
     └── DispositionRefusedError       an attachment disposition that cannot be carried out
 
 Their messages name places and sizes (``messages[3].content[1].image_url.url``, message index,
-bytes, the producing tool), never content.
+bytes, the producing tool), never content: a key that is not a short identifier is described
+(``metadata.<key 3: str, 19 chars>``), never shown.
 
 Example::
 
@@ -47,6 +49,7 @@ from cargohold.guard._disposition import (
 from cargohold.guard._errors import (
     ContextLeakError,
     ContextWindowExceededError,
+    ContextWindowUnknownError,
     DispositionRefusedError,
     LeakFinding,
 )
@@ -75,6 +78,7 @@ __all__ = [
     "Attachment",
     "ContextLeakError",
     "ContextWindowExceededError",
+    "ContextWindowUnknownError",
     "Decision",
     "DisposedAttachment",
     "Disposition",

@@ -7,13 +7,17 @@ recognised by its resources. The guarded methods are ``chat.completions.create``
 and ``beta.messages.create``/``stream`` (Anthropic); ``with_raw_response`` views made after
 guarding wrap the guarded methods, and ``with_options``/``copy`` return guarded copies. A failed
 check raises before the SDK builds or sends anything.
+
+An argument given as a one-shot iterator (``messages=(m for m in history)``, which the SDKs
+accept) is turned into a list first, and that list is what is both checked and sent.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+import io
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from cargohold._errors import UsageError
@@ -30,7 +34,11 @@ _MARK = "__cargohold_guard__"
 def _request(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if args:  # the SDKs' create methods take keyword arguments only
         raise UsageError("a guarded create call takes keyword arguments only")
-    return dict(kwargs)
+    request = dict(kwargs)
+    for key, value in request.items():
+        if isinstance(value, Iterator) and not isinstance(value, io.IOBase):
+            request[key] = list(value)  # checked and sent alike; a generator can be read once
+    return request
 
 
 def _wrap(method: Callable[..., Any], fmt: RequestFormat, guard: Guard) -> Callable[..., Any]:
@@ -40,16 +48,18 @@ def _wrap(method: Callable[..., Any], fmt: RequestFormat, guard: Guard) -> Calla
 
         @functools.wraps(method)
         async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-            guard.check(_request(args, kwargs), format=fmt)
-            return await method(*args, **kwargs)
+            request = _request(args, kwargs)
+            guard.check(request, format=fmt)
+            return await method(**request)
 
         setattr(guarded_async, _MARK, guard)
         return guarded_async
 
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        guard.check(_request(args, kwargs), format=fmt)
-        return method(*args, **kwargs)
+        request = _request(args, kwargs)
+        guard.check(request, format=fmt)
+        return method(**request)
 
     setattr(guarded, _MARK, guard)
     return guarded
@@ -93,10 +103,17 @@ def _make_guard(
     margin: int,
     windows: Mapping[str, int] | None,
     reporter: Reporter | None,
+    strict_window: bool,
 ) -> Guard:
     if guard is not None:
         return guard
-    return Guard(threshold=threshold, margin=margin, windows=windows, reporter=reporter)
+    return Guard(
+        threshold=threshold,
+        margin=margin,
+        windows=windows,
+        reporter=reporter,
+        strict_window=strict_window,
+    )
 
 
 def _openai(client: Any, guard: Guard) -> Any:
@@ -135,6 +152,7 @@ def guard_openai(
     margin: int = DEFAULT_MARGIN,
     windows: Mapping[str, int] | None = None,
     reporter: Reporter | None = None,
+    strict_window: bool = False,
 ) -> ClientT:
     """Guard an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` client in place, and return it.
 
@@ -145,11 +163,13 @@ def guard_openai(
         margin: Tokens kept free below the model's window.
         windows: Model-name prefix -> context window, before the built-in table.
         reporter: Where failure events go.
+        strict_window: Refuse a model with no known window instead of reporting it.
 
     Raises:
         UsageError: ``client`` has neither ``chat.completions`` nor ``responses``.
     """
-    result: ClientT = _openai(client, _make_guard(guard, threshold, margin, windows, reporter))
+    made = _make_guard(guard, threshold, margin, windows, reporter, strict_window)
+    result: ClientT = _openai(client, made)
     return result
 
 
@@ -161,6 +181,7 @@ def guard_anthropic(
     margin: int = DEFAULT_MARGIN,
     windows: Mapping[str, int] | None = None,
     reporter: Reporter | None = None,
+    strict_window: bool = False,
 ) -> ClientT:
     """Guard an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` client in place.
 
@@ -169,5 +190,6 @@ def guard_anthropic(
     Raises:
         UsageError: ``client`` has no ``messages`` resource.
     """
-    result: ClientT = _anthropic(client, _make_guard(guard, threshold, margin, windows, reporter))
+    made = _make_guard(guard, threshold, margin, windows, reporter, strict_window)
+    result: ClientT = _anthropic(client, made)
     return result

@@ -7,6 +7,7 @@ no content of the request ever appears in them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,17 +17,32 @@ from cargohold._errors import CargoholdError
 if TYPE_CHECKING:
     from cargohold._events import DecisionEvent
 
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+
+
+def shown_model(model: object) -> str:
+    """A model name as a message may show it: verbatim when it looks like a model name, else
+    described (a request's ``model`` is the caller's text and could hold anything)."""
+    if isinstance(model, str) and _MODEL_NAME.fullmatch(model):
+        return model
+    if isinstance(model, str):
+        return f"<model: str, {len(model):,} chars>"
+    return f"<model: {type(model).__name__}>"
+
 
 @dataclass(frozen=True, slots=True)
 class LeakFinding:
     """One raw heavy part of a request: where it is and how big, never what it holds.
 
     Attributes:
-        path: Where the part sits, e.g. ``messages[3].content[1].image_url.url``.
+        path: Where the part sits, e.g. ``messages[3].content[1].image_url.url``. A key is named
+            only when it is a short identifier; any other key is described by position, type
+            and length (``metadata.<key 3: str, 19 chars>``), never shown.
         message_index: The index of the message (or input item) holding it; ``None`` outside
             the message list (``system``, ``instructions``, ``tools``...).
         size: Its raw bytes (UTF-8 of the text; a data URL's full length; compact JSON for a
-            structured tool input).
+            structured tool input; the base64 encoding of a bytes, path or file payload, the
+            threshold itself for a payload that cannot be measured without reading it).
         tool: The tool that produced it (a tool result) or that it is addressed to (tool-call
             arguments), when the request names it.
         where: What kind of place it is: ``text``, ``tool_result``, ``tool_arguments``,
@@ -112,8 +128,37 @@ class ContextWindowExceededError(CargoholdError):
         how = "counted" if counted else "estimated"
         super().__init__(
             f"the request is {tokens:,} tokens ({how}), over the {window - margin:,} allowed for "
-            f"model {model} (window {window:,} less a margin of {margin:,}). Nothing was sent; "
+            f"model {shown_model(model)} (window {window:,} less a margin of {margin:,}). Nothing "
+            "was sent; "
             "the guard never truncates."
+        )
+
+
+class ContextWindowUnknownError(CargoholdError):
+    """A strict guard knows no context window for the request's model. Nothing was sent.
+
+    Declare the window: the ``model_windows`` configuration key (``CARGOHOLD_MODEL_WINDOWS``) or
+    ``Guard(windows={...})``; or leave the guard lenient, which reports an
+    ``llm.context_window_unchecked`` event and lets the request go.
+
+    Attributes:
+        model: The model named by the request or the call, ``None`` when neither named one.
+        event: The ``llm.context_window_unknown`` event.
+    """
+
+    code = "context_window_unknown"
+
+    def __init__(self, *, model: str | None, event: DecisionEvent) -> None:
+        self.model = model
+        self.event = event
+        if model is None:
+            which = "the request names no model (pass model= to the check)"
+        else:
+            which = f"no context window is known for model {shown_model(model)}"
+        super().__init__(
+            f"{which}, and the guard is strict: declare the model's window with the "
+            "model_windows configuration key (CARGOHOLD_MODEL_WINDOWS=name=tokens) or "
+            "Guard(windows={...}). Nothing was sent."
         )
 
 

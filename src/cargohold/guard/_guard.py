@@ -7,7 +7,8 @@ Two checks, in this order:
    :class:`ContextLeakError` and reports one ``llm.context_leak`` event.
 2. Window: the request's tokens must not exceed the model's window less a margin, or
    :class:`ContextWindowExceededError` is raised and one ``llm.context_window_exceeded`` event
-   reported.
+   reported. A model with no known window is reported (``llm.context_window_unchecked``) and
+   passes; a strict guard refuses it (:class:`ContextWindowUnknownError`).
 
 Counting must not dominate the call. The calibrated bytes-per-token estimate (by family: text,
 JSON, base64; images at a flat cost) decides unless the request lies within the estimate's error
@@ -18,7 +19,7 @@ settle it. The guard never truncates and never modifies the request.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,11 @@ from cargohold._events import (
 )
 from cargohold._offload import HEAVY_THRESHOLD
 from cargohold._tokens import Family, count_tokens, estimate_tokens
-from cargohold.guard._errors import ContextLeakError, ContextWindowExceededError
+from cargohold.guard._errors import (
+    ContextLeakError,
+    ContextWindowExceededError,
+    ContextWindowUnknownError,
+)
 from cargohold.guard._models import window_for
 from cargohold.guard._walk import (
     Walker,
@@ -80,6 +85,17 @@ class Decision(enum.StrEnum):
     SKIPPED = "skipped"
     """The caller asked for the leak check only."""
 
+
+_KINDS: dict[str, ContentKind] = {
+    "text": ContentKind.MESSAGE_TEXT,
+    "system": ContentKind.SYSTEM_PROMPT,
+    "tool_result": ContentKind.TOOL_RESULT,
+    "tool_arguments": ContentKind.TOOL_ARGUMENTS,
+    "attachment": ContentKind.ATTACHMENT,
+    "tool_definitions": ContentKind.TOOL_DEFINITIONS,
+    "other": ContentKind.REQUEST,
+}
+"""A finding's place -> the content kind its event reports."""
 
 _WALKERS: dict[RequestFormat, Callable[[Walker, Any], None]] = {
     RequestFormat.OPENAI_CHAT: walk_openai_chat,
@@ -139,6 +155,9 @@ class Guard:
         reporter: Where the guard's failure events go; ``None`` reports nothing.
         estimate_band: ``(low, high)`` bounds of real/estimated tokens; the estimate decides
             outside them, the real tokenizer inside.
+        strict_window: Refuse a request whose model has no known window (or that names no
+            model) with :class:`ContextWindowUnknownError`, instead of reporting an
+            ``llm.context_window_unchecked`` event and letting it go.
 
     Example::
 
@@ -154,6 +173,7 @@ class Guard:
         windows: Mapping[str, int] | None = None,
         reporter: Reporter | None = None,
         estimate_band: tuple[float, float] = ESTIMATE_BAND,
+        strict_window: bool = False,
     ) -> None:
         self._threshold = _positive("threshold", threshold)
         self._margin = _positive("margin", margin, zero=True)
@@ -165,15 +185,22 @@ class Guard:
             raise UsageError("estimate_band is (low, high) with 0 < low <= 1 <= high")
         self._band = (float(low), float(high))
         self._reporter = reporter
+        self._strict = bool(strict_window)
         self._known: dict[str, int | None] = {}
 
     def __repr__(self) -> str:
-        return f"Guard(threshold={self._threshold}, margin={self._margin})"
+        strict = ", strict_window=True" if self._strict else ""
+        return f"Guard(threshold={self._threshold}, margin={self._margin}{strict})"
 
     @property
     def threshold(self) -> int:
         """The heavy threshold in bytes."""
         return self._threshold
+
+    @property
+    def strict_window(self) -> bool:
+        """Whether a model with no known window is refused rather than reported."""
+        return self._strict
 
     @property
     def reporter(self) -> Reporter | None:
@@ -203,19 +230,24 @@ class Guard:
                 arguments; for LangChain, a list of messages).
             format: ``openai-chat``, ``openai-responses``, ``anthropic`` or ``langchain``.
             model: The model; taken from the request's ``model`` when omitted. With no model,
-                or one no table knows, only the leak check is made.
+                or one no table knows, only the leak check is made and an
+                ``llm.context_window_unchecked`` event reported (refused when strict).
             check_window: ``False`` to make the leak check only.
 
         Raises:
             ContextLeakError: a raw part at or above the heavy threshold.
             ContextWindowExceededError: more tokens than the window less the margin.
-            UsageError: an unknown format or a request of the wrong shape.
+            ContextWindowUnknownError: a strict guard and no known window for the model.
+            UsageError: an unknown format, a request of the wrong shape, or one holding a
+                one-shot iterator (it cannot be checked without being consumed).
         """
         fmt = _format(format)
         walk = _WALKERS[fmt]
         if fmt is not RequestFormat.LANGCHAIN and not isinstance(request, Mapping):
             raise UsageError(f"an {fmt.value} request is a mapping of the create call's arguments")
-        walker = Walker(self._threshold)
+        if isinstance(request, Iterator):
+            raise UsageError("a request is a list of messages, not a one-shot iterator")
+        walker = Walker(self._threshold, root=request)
         walk(walker, request)
         estimated = _estimate(walker)
         if walker.findings:
@@ -224,7 +256,7 @@ class Guard:
                 self._reporter,
                 Operation.GUARD,
                 GuardOutcome.CONTEXT_LEAK,
-                ContentKind.TOOL_RESULT,
+                _KINDS.get(first.where, ContentKind.REQUEST),
                 Reason.RAW_HEAVY_CONTENT,
                 observed_bytes=first.size,
                 limit_bytes=self._threshold,
@@ -244,6 +276,22 @@ class Guard:
             decided = Decision.SKIPPED
         elif model is None or window is None:
             decided = Decision.UNKNOWN_MODEL
+            if self._strict or self._reporter is not None:
+                event = record(
+                    self._reporter,
+                    Operation.GUARD,
+                    GuardOutcome.CONTEXT_WINDOW_UNKNOWN
+                    if self._strict
+                    else GuardOutcome.CONTEXT_WINDOW_UNCHECKED,
+                    ContentKind.REQUEST,
+                    Reason.UNKNOWN_MODEL,
+                    observed_bytes=walker.request_bytes,
+                    limit_bytes=0,
+                    ref=None,
+                    estimated_tokens=estimated,
+                )
+                if self._strict:
+                    raise ContextWindowUnknownError(model=model, event=event)
         else:
             allowed = window - self._margin
             if allowed < 1:
@@ -265,12 +313,13 @@ class Guard:
                     self._reporter,
                     Operation.GUARD,
                     GuardOutcome.CONTEXT_WINDOW_EXCEEDED,
-                    ContentKind.TOOL_RESULT,
+                    ContentKind.REQUEST,
                     Reason.WINDOW_MARGIN,
                     observed_bytes=walker.request_bytes,
-                    limit_bytes=0,
+                    limit_bytes=0,  # the window is tokens: limit_tokens
                     ref=None,
                     estimated_tokens=tokens,
+                    limit_tokens=allowed,
                 )
                 raise ContextWindowExceededError(
                     model=model,
@@ -297,14 +346,16 @@ class Guard:
         self, walk: Callable[[Walker, Any], None], request: Any, first: Walker
     ) -> int | None:
         texts: list[str] = []
-        walk(Walker(self._threshold, collect=texts), request)
+        walk(Walker(self._threshold, collect=texts, root=request), request)
         total = 0
         for text in texts:
             counted = count_tokens(text)
             if counted is None:
                 return None
             total += counted
-        return total + first.images * IMAGE_TOKENS + first.messages * MESSAGE_TOKENS
+        # bytes, path and file payloads have no text to count: their base64, estimated
+        payloads = estimate_tokens(first.payload_bytes, Family.BASE64)
+        return total + payloads + first.images * IMAGE_TOKENS + first.messages * MESSAGE_TOKENS
 
 
 def _format(value: RequestFormat | str) -> RequestFormat:
@@ -334,7 +385,14 @@ def check_request(
     margin: int = DEFAULT_MARGIN,
     windows: Mapping[str, int] | None = None,
     reporter: Reporter | None = None,
+    strict_window: bool = False,
 ) -> GuardReport:
     """:meth:`Guard.check` with a guard made for this one call."""
-    guard = Guard(threshold=threshold, margin=margin, windows=windows, reporter=reporter)
+    guard = Guard(
+        threshold=threshold,
+        margin=margin,
+        windows=windows,
+        reporter=reporter,
+        strict_window=strict_window,
+    )
     return guard.check(request, format=format, model=model)

@@ -9,17 +9,27 @@ so under the default 32 KiB threshold no stub is ever parsed and the pass costs 
 leaf; paths are rendered only for findings.
 
 A tool result (and a structured tool input, measured as compact JSON) is also judged as a whole,
-so a raw result split into many small parts is still a leak.
+so a raw result split into many small parts is still a leak; so are the parts of one message (its
+content list, a system prompt's blocks), images excepted: they cost pixels, not bytes.
+
+Payloads an SDK encodes itself (``bytes``, a path, an open binary file: Anthropic's base64
+sources take all three) are measured as the base64 they become, from their length, ``stat`` or
+``fstat``/``seek``, never by reading them (a stream is left where it was). Keys are content too:
+a long key is measured like a string, and a path names a key only when it is a short identifier.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import stat
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, MappingView, Sequence, Set
+from typing import Any, cast
 
+from cargohold._errors import UsageError
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import MARKER, parse_stub
@@ -37,28 +47,79 @@ _JSON_KEYS = frozenset({"arguments", "input", "args", "partial_json", "parameter
 _IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
 _OPAQUE_KEYS = frozenset({"signature", "encrypted_content"})
 _TOOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+_KEY_MAX = 41
+"""Keys up to this many characters are short enough to leave unmeasured (a rounding error)."""
+_KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
+"""The only keys a path shows verbatim; any other key is described, never shown."""
+_PAYLOADS = (bytes, bytearray, memoryview, os.PathLike, io.IOBase)
+"""What the SDKs accept in place of a base64 string and encode themselves."""
 # LangChain fields that are never sent to a model (ToolMessage.artifact is documented as such).
 _LANGCHAIN_SKIP = frozenset(
     {"artifact", "response_metadata", "usage_metadata", "id", "example", "lc_attributes"}
 )
 
-Node = tuple[Any, str | int] | None
-"""A path as a linked list of (parent, key); rendered only when a finding needs it."""
+Node = tuple[Any, Any] | None
+"""A path as a linked list of (parent, key or index); rendered only when a finding needs it."""
 
 
-def render_path(node: Node) -> str:
-    """``messages[3].content[1].image_url.url`` from its linked pieces."""
-    pieces: list[str | int] = []
+def render_path(node: Node, root: object = None) -> str:
+    """``messages[3].content[1].image_url.url`` from its linked pieces, naming no content.
+
+    A key is shown only when it matches ``[A-Za-z_][A-Za-z0-9_]{0,40}``; any other key (a
+    sentence, a credential, 40 KiB of text) is described by its position among its mapping's
+    keys, found again from ``root``, its type and its length: ``metadata.<key 3: str, 19 chars>``.
+    """
+    pieces: list[Any] = []
     while node is not None:
         node, piece = node
         pieces.append(piece)
+    pieces.reverse()
     out: list[str] = []
-    for piece in reversed(pieces):
-        if isinstance(piece, int):
+    current: object = root
+    known = root is not None
+    for number, piece in enumerate(pieces):
+        mapping = None
+        if known:
+            try:
+                mapping, current = _step(current, piece, number == 0)
+            except Exception:  # an object that does not answer as it did to the walk: unknown
+                known = False
+        if isinstance(piece, int) and not isinstance(piece, bool) and mapping is None:
             out.append(f"[{piece}]")
-        else:
+        elif isinstance(piece, str) and _KEY_NAME.fullmatch(piece):
             out.append(f".{piece}" if out else piece)
+        else:
+            name = _describe_key(piece, mapping)
+            out.append(f".{name}" if out else name)
     return "".join(out)
+
+
+def _step(current: object, piece: Any, first: bool) -> tuple[Mapping[Any, Any] | None, object]:
+    """One step of a path from the request: the mapping ``piece`` is a key of (when it is one)
+    and the value it leads to."""
+    if first and piece == "messages" and not isinstance(current, Mapping):
+        return None, current  # a LangChain request is the message list itself
+    if isinstance(piece, int) and not isinstance(piece, bool) and not isinstance(current, Mapping):
+        items = current if isinstance(current, Sequence) else list(cast("Iterable[Any]", current))
+        return None, items[piece]  # a list, or a set or view the walk enumerated
+    if not isinstance(current, Mapping) or piece not in current:
+        view = _langchain_view(current)
+        current = view if view is not None and piece in view else _plain(current)
+    if not isinstance(current, Mapping):
+        raise LookupError("not a mapping")
+    return current, current[piece]
+
+
+def _describe_key(key: object, mapping: Mapping[Any, Any] | None) -> str:
+    position = ""
+    if mapping is not None:
+        try:
+            position = next((f" {i}" for i, k in enumerate(mapping) if k is key or k == key), "")
+        except Exception:  # a key whose comparison fails: described without its position
+            position = ""
+    if isinstance(key, str):
+        return f"<key{position}: str, {len(key):,} chars>"
+    return f"<key{position}: {type(key).__name__}>"
 
 
 def genuine(text: str) -> bool:
@@ -85,6 +146,78 @@ def _tool_name(value: object) -> str | None:
     return None
 
 
+def _encoded(size: int) -> int:
+    """Bytes of the base64 of ``size`` bytes: what goes on the wire."""
+    return (size + 2) // 3 * 4
+
+
+def _payload_size(value: object, cap: int) -> int | None:
+    """Bytes an SDK would read from a payload it encodes itself; ``None`` when only reading it
+    could tell. ``cap`` is enough to decide: a bounded read stops there."""
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, memoryview):
+        return value.nbytes
+    if isinstance(value, os.PathLike):
+        return _path_size(value, cap)
+    if isinstance(value, io.IOBase):
+        return _stream_size(value)
+    return None
+
+
+def _path_size(path: os.PathLike[Any], cap: int) -> int | None:
+    try:
+        name = os.fspath(path)
+        info = os.stat(name)
+    except (OSError, TypeError, ValueError):
+        return 0  # the SDK cannot read it either: it raises before sending anything
+    if stat.S_ISDIR(info.st_mode):
+        return 0
+    if not stat.S_ISREG(info.st_mode):
+        return None  # a FIFO or a device: opening or reading it may never end; never touched
+    if info.st_size:
+        return info.st_size
+    try:  # some regular files report no size (procfs, sysfs): a bounded read settles it
+        with open(name, "rb") as handle:
+            return len(handle.read(cap))
+    except OSError:
+        return 0
+
+
+def _stream_size(stream: io.IOBase) -> int | None:
+    """What ``stream.read()`` would return, from ``fstat`` or seek/tell; the position is kept."""
+    if stream.closed:
+        return 0  # the SDK's read raises: nothing is sent
+    try:
+        position = stream.tell()
+    except (OSError, ValueError):
+        return None
+    if isinstance(stream, io.StringIO):
+        return len(stream.getvalue()[position:].encode("utf-8", "surrogatepass"))
+    try:
+        info: os.stat_result | None = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size:
+        # a text stream's tell() is an opaque cookie: count its whole file (an upper bound)
+        return (
+            info.st_size if isinstance(stream, io.TextIOBase) else max(0, info.st_size - position)
+        )
+    try:
+        if isinstance(stream, io.TextIOBase) or not stream.seekable():
+            return None  # a pipe or socket: only reading it would tell
+        try:
+            end = stream.seek(0, io.SEEK_END)
+        finally:
+            stream.seek(position)
+        peek = getattr(stream, "peek", None)
+        if end <= position and callable(peek) and peek(1):
+            return None  # reports no size yet has bytes (procfs)
+    except (OSError, ValueError):
+        return None
+    return max(0, end - position)
+
+
 def _plain(value: object) -> object:
     """A pydantic model (an SDK response item passed back as input) as plain data."""
     dump = getattr(value, "model_dump", None)
@@ -103,6 +236,7 @@ class Walker:
         threshold: The heavy threshold in bytes.
         collect: A list to append every countable leaf string to (for the real tokenizer), or
             ``None`` for the fast pass.
+        root: The request walked, to find a described key's position again for a finding.
     """
 
     __slots__ = (
@@ -111,25 +245,32 @@ class Walker:
         "collect",
         "findings",
         "group",
+        "group_all",
         "group_hit",
         "image_bytes",
         "images",
         "index",
         "json_bytes",
         "messages",
+        "payload_bytes",
+        "root",
         "text_bytes",
         "threshold",
         "tool",
         "where",
     )
 
-    def __init__(self, threshold: int, collect: list[str] | None = None) -> None:
+    def __init__(
+        self, threshold: int, collect: list[str] | None = None, *, root: object = None
+    ) -> None:
         self.threshold = threshold
         self.collect = collect
+        self.root = root
         self.text_bytes = 0
         self.json_bytes = 0
         self.b64_bytes = 0
         self.image_bytes = 0
+        self.payload_bytes = 0
         self.images = 0
         self.messages = 0
         self.findings: list[LeakFinding] = []
@@ -138,6 +279,7 @@ class Walker:
         self.tool: str | None = None
         self.where = "other"
         self.group: list[tuple[str, int]] | None = None
+        self.group_all = True
         self.group_hit = False
 
     @property
@@ -150,6 +292,10 @@ class Walker:
     def leaf(self, text: str, node: Node, family: int) -> None:
         """Measure one leaf string; record a finding if it is raw and heavy."""
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        # A message's group sums all but images (they cost pixels, not bytes); a tool
+        # result's sums everything.
+        if self.group is not None and (family <= B64 or (self.group_all and family == IMAGE)):
+            self.group.append((text, size))
         if family == TEXT:
             if size > _DATA_URL_MIN and text.startswith("data:"):
                 family = B64
@@ -166,19 +312,48 @@ class Walker:
             return
         if self.collect is not None and family != IMAGE:
             self.collect.append(text)
-        if self.group is not None:
-            self.group.append((text, size))
         if size >= self.threshold:
             self.judge(text, size, node, "attachment" if family in (B64, IMAGE) else self.where)
 
     def judge(self, text: str, size: int, node: Node, where: str) -> None:
         """A leaf at or above the threshold: a finding unless a genuine stub or segment."""
         if not genuine(text):
-            self._find(node, size, where)
+            self.find(node, size, where)
             self.group_hit = True
 
-    def _find(self, node: Node, size: int, where: str) -> None:
-        self.findings.append(LeakFinding(render_path(node), self.index, size, self.tool, where))
+    def find(self, node: Node, size: int, where: str) -> None:
+        """Record a finding at ``node``."""
+        path = render_path(node, self.root)
+        self.findings.append(LeakFinding(path, self.index, size, self.tool, where))
+
+    def payload(self, value: object, node: Node, family: int) -> None:
+        """Measure bytes, a path or a file the SDK will base64-encode, as that encoding."""
+        if family == OPAQUE:
+            return
+        cap = (self.threshold // 4 + 1) * 3  # raw bytes whose encoding passes the threshold
+        raw = _payload_size(value, cap)
+        size = self.threshold if raw is None else _encoded(raw)
+        if self.group is not None and (family <= B64 or self.group_all):
+            self.group.append(("", size))
+        if family == IMAGE:
+            self.image_bytes += size
+        else:
+            self.b64_bytes += size
+            self.payload_bytes += size
+        if raw is None or size >= self.threshold:  # never a stub: a stub is text
+            self.find(node, size, "attachment")
+            self.group_hit = True
+
+    def leaf_alone(self, text: str, node: Node, family: int) -> None:
+        """A leaf judged on its own, outside the group being collected."""
+        group, self.group = self.group, None
+        self.leaf(text, node, family)
+        self.group = group
+
+    def key(self, key: object, node: Node, family: int = TEXT) -> None:
+        """Measure a long key of the mapping at ``node`` as the text it is sent as."""
+        if isinstance(key, str) and len(key) > _KEY_MAX:
+            self.leaf(key, (node, key), JSON if family == JSON else TEXT)
 
     def any(self, value: object, node: Node, family: int = TEXT) -> None:
         """Walk any value: strings are leaves, mappings and sequences are descended."""
@@ -192,13 +367,34 @@ class Walker:
                     self.leaf(item, (node, index), family)
                 else:
                     self.any(item, (node, index), family)
-        elif not isinstance(value, int | float | bool | bytes | type(None)):
+        elif value is None or isinstance(value, int | float):
+            return
+        elif isinstance(value, _PAYLOADS):  # before iterators: a file is one
+            self.payload(value, node, family)
+        elif isinstance(value, Set | Sequence | MappingView):  # the SDKs send these as lists
+            for index, item in enumerate(cast("Iterable[Any]", value)):
+                self.any(item, (node, index), family)
+        elif isinstance(value, Iterator):
+            raise UsageError(
+                f"the request holds a one-shot iterator at {render_path(node, self.root)}; the "
+                "guard cannot check it without consuming it: pass a list"
+            )
+        else:
             plain = _plain(value)
             if plain is not None:
                 self.any(plain, node, family)
 
-    def mapping(self, value: Mapping[Any, Any], node: Node, family: int = TEXT) -> None:
-        """Walk a mapping, choosing each key's family from what the key and block type mean."""
+    def mapping(
+        self, value: Mapping[Any, Any], node: Node, family: int = TEXT, *, parts: str | None = None
+    ) -> None:
+        """Walk a mapping, choosing each key's family from what the key and block type mean.
+
+        Args:
+            value: The mapping.
+            node: Where it sits.
+            family: The family of its place.
+            parts: A key whose non-string value is a message's parts, judged as a whole.
+        """
         kind = value.get("type")
         if kind in _IMAGE_TYPES and family != OPAQUE:
             self.images += 1
@@ -206,6 +402,8 @@ class Walker:
         for key, item in value.items():
             if key in _OPAQUE_KEYS or (kind == "redacted_thinking" and key == "data"):
                 continue
+            if type(key) is not str or len(key) > _KEY_MAX:
+                self.key(key, node, family)
             sub = family
             if family == TEXT:
                 if key in _B64_KEYS and kind != "text":
@@ -213,22 +411,35 @@ class Walker:
                 elif key in _JSON_KEYS:
                     sub = JSON
             if isinstance(item, str):
-                self.leaf(item, (node, key), sub)
+                if key == "type" and not self.group_all and self.group is not None:
+                    self.leaf_alone(item, (node, key), sub)  # a part's kind, not its text
+                else:
+                    self.leaf(item, (node, key), sub)
+            elif parts is not None and key == parts and item is not None:
+                self.parts(item, (node, key), sub)
             elif item is not None:
                 self.any(item, (node, key), sub)
 
-    # -- groups: a tool result, a structured tool input ------------------------------------
+    # -- groups: a tool result, a structured tool input, a message's parts ------------------
 
-    def begin_group(self) -> tuple[list[tuple[str, int]] | None, bool]:
-        """Start collecting the leaves of one tool result; returns the outer state."""
-        outer = (self.group, self.group_hit)
-        self.group, self.group_hit = [], False
+    def begin_group(
+        self, *, attachments: bool = True
+    ) -> tuple[list[tuple[str, int]] | None, bool, bool]:
+        """Start collecting the leaves of one group; returns the outer state.
+
+        Args:
+            attachments: Whether images count toward the group (a tool result's do; a
+                message's images are judged each alone: they cost pixels, not bytes, and a
+                message may carry several small ones inline). Text, JSON and base64 always do.
+        """
+        outer = (self.group, self.group_hit, self.group_all)
+        self.group, self.group_hit, self.group_all = [], False, attachments
         return outer
 
     def end_group(
         self,
         node: Node,
-        outer: tuple[list[tuple[str, int]] | None, bool],
+        outer: tuple[list[tuple[str, int]] | None, bool, bool],
         *,
         total: int | None = None,
     ) -> None:
@@ -240,7 +451,7 @@ class Walker:
             total: The group's size when it is not the sum of its leaves (compact JSON).
         """
         leaves, hit = self.group or [], self.group_hit
-        self.group, self.group_hit = outer
+        self.group, self.group_hit, self.group_all = outer
         if hit:
             self.group_hit = True
             return
@@ -249,8 +460,15 @@ class Walker:
             return
         raw = size - sum(n for text, n in leaves if genuine(text))
         if raw >= self.threshold:
-            self._find(node, raw, self.where)
+            self.find(node, raw, self.where)
             self.group_hit = True
+
+    def parts(self, value: object, node: Node, family: int = TEXT) -> None:
+        """Walk a message's content (or a system prompt) whose text parts add up: their text,
+        not their ``type``, so that text in parts weighs what the same text as one string does."""
+        outer = self.begin_group(attachments=False)
+        self.any(value, node, family)
+        self.end_group(node, outer)
 
     def tool_result(self, value: object, node: Node, tool: str | None) -> None:
         """Walk one tool result (any shape) as a group attributed to ``tool``."""
@@ -266,7 +484,7 @@ class Walker:
         saved = (self.tool, self.where)
         self.tool, self.where = tool, "tool_arguments"
         if isinstance(value, str):
-            self.leaf(value, node, JSON)
+            self.leaf_alone(value, node, JSON)  # a call's input is judged alone, not summed
         elif value is not None:
             total = _json_size(value)
             outer = self.begin_group()
@@ -291,13 +509,16 @@ class Walker:
     def other(self, key: str, value: object) -> None:
         """A top-level request key that is not a message list: walked generically."""
         self.index, self.tool = None, None
+        if type(key) is not str or len(key) > _KEY_MAX:
+            self.where = "other"
+            self.key(key, None)
         if key in ("tools", "functions", "tool_choice", "response_format", "text"):
             self.where = "tool_definitions" if key in ("tools", "functions") else "other"
             self.any(value, (None, key), JSON)
         elif key in ("system", "instructions"):
             self.where = "system"
             self.messages += 1
-            self.any(value, (None, key), TEXT)
+            self.parts(value, (None, key), TEXT)
         else:
             self.where = "other"
             self.any(value, (None, key), TEXT)
@@ -318,8 +539,20 @@ def walk_openai_chat(walker: Walker, request: Mapping[str, Any]) -> None:
 
 
 def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    try:
+        _chat_loop(walker, messages, base)
+    except TypeError as exc:  # len() of a key that is not a string (see _chat_loop)
+        for message in messages:
+            if type(message) is dict and not all(type(key) is str for key in message):
+                raise UsageError("a chat message's keys are strings") from exc
+        raise
+
+
+def _chat_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
     # The hot path of the benchmark: plain string leaves are measured inline into a local
-    # tally; anything else (a heavy or data-URL string, parts, tool calls) goes to a helper.
+    # tally; anything else (a heavy or data-URL string, a long key, parts, tool calls) goes to a
+    # helper. A key is checked by its len() alone, the cheapest test there is: a key that is
+    # not a string (no chat message has one) raises TypeError, made a UsageError by the caller.
     threshold = walker.threshold
     collect = walker.collect
     text_bytes = 0
@@ -331,12 +564,17 @@ def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
         for key, value in message.items():
             if type(value) is str:
                 size = len(value) if value.isascii() else _utf8(value)
-                if size < threshold and (size <= _DATA_URL_MIN or not value.startswith("data:")):
+                if (
+                    size < threshold
+                    # value[0] first: one index is cheaper than a startswith call
+                    and (size <= _DATA_URL_MIN or value[0] != "d" or not value.startswith("data:"))
+                    and len(key) <= _KEY_MAX  # a long key is content: measured by the helper
+                ):
                     text_bytes += size
                     if collect is not None:
                         collect.append(value)
                     continue
-            elif value is None:
+            elif value is None and len(key) <= _KEY_MAX:
                 continue
             elif key == "tool_calls" and type(value) is list:
                 # The usual shape {id, type, function: {name, arguments}} with short strings
@@ -378,6 +616,8 @@ def _chat_other(walker: Walker, message: Any, index: int, base: Node) -> None:
         for key, value in plain.items():
             if value is not None:
                 _chat_value(walker, plain, index, (base, index), key, value)
+            else:
+                walker.key(key, (base, index))
     else:
         walker.index, walker.tool, walker.where = index, None, "other"
         walker.any(message, (base, index))
@@ -389,11 +629,15 @@ def _chat_value(
     role = message.get("role")
     walker.index, walker.tool = index, None
     walker.where = "system" if role in _SYSTEM_ROLES else "text"
+    if type(key) is not str or len(key) > _KEY_MAX:
+        walker.key(key, node)
     if key == "content" and role in ("tool", "function"):
         tool = walker.called(message.get("tool_call_id")) if role == "tool" else None
         walker.tool_result(value, (node, key), tool or _tool_name(message.get("name")))
     elif key == "content" and type(value) is list:
-        walker.text_bytes += _text_parts(walker, value, (node, key))
+        _chat_parts(walker, value, (node, key))
+    elif key == "content" and not isinstance(value, str):
+        walker.parts(value, (node, key))
     elif key == "tool_calls" and type(value) is list:
         for position, call in enumerate(value):
             _chat_tool_call(walker, call, ((node, key), position))
@@ -403,26 +647,57 @@ def _chat_value(
         walker.any(value, (node, key))
 
 
-def _text_parts(walker: Walker, parts: list[Any], node: Node) -> int:
-    """Content parts; plain text parts inline (returns their bytes), the rest generically."""
+def _chat_parts(walker: Walker, parts: list[Any], node: Node) -> None:
+    """A message's content parts: text parts inline, the rest generically; then the message
+    judged as a whole (the texts of its parts and its non-image attachments)."""
     threshold = walker.threshold
     collect = walker.collect
+    found = len(walker.findings)
+    outer = None  # a group, begun at the first part walked generically (most parts are text)
     text_bytes = 0
+    texts = 0  # the text of the text parts, not their "type"
     for position, part in enumerate(parts):
-        if type(part) is dict and part.get("type") == "text":
-            for key, value in part.items():
-                if type(value) is str:
-                    size = len(value) if value.isascii() else _utf8(value)
-                    text_bytes += size
-                    if collect is not None:
-                        collect.append(value)
-                    if size >= threshold:
-                        walker.judge(value, size, ((node, position), key), walker.where)
-                elif value is not None:
-                    walker.any(value, ((node, position), key))
-        else:
+        if type(part) is not dict or part.get("type") != "text":
+            if outer is None:
+                outer = walker.begin_group(attachments=False)
             walker.any(part, (node, position))
-    return text_bytes
+            continue
+        plain = len(part) == 2 and "text" in part  # exactly {"type", "text"}: no key to check
+        for key, value in part.items():
+            if not plain and (type(key) is not str or len(key) > _KEY_MAX):
+                walker.key(key, (node, position))
+            if type(value) is str:
+                size = len(value) if value.isascii() else _utf8(value)
+                text_bytes += size
+                if key != "type":
+                    texts += size
+                if collect is not None:
+                    collect.append(value)
+                if size >= threshold:
+                    walker.judge(value, size, ((node, position), key), walker.where)
+            elif value is not None:
+                walker.any(value, ((node, position), key))
+    walker.text_bytes += text_bytes
+    leaves: list[tuple[str, int]] = []
+    if outer is not None:
+        leaves = walker.group or []
+        walker.group, walker.group_hit, walker.group_all = outer
+    if len(walker.findings) > found:  # a part was a finding already: not judged twice
+        return
+    size = texts + sum(n for _, n in leaves) if leaves else texts
+    if size < threshold:
+        return
+    # Rare: at or over the threshold as a whole; genuine stubs and segments do not count.
+    inline = [
+        (value, _utf8(value))
+        for part in parts
+        if type(part) is dict and part.get("type") == "text"
+        for key, value in part.items()
+        if key != "type" and type(value) is str
+    ]
+    raw = size - sum(n for text, n in [*inline, *leaves] if genuine(text))
+    if raw >= threshold:
+        walker.find(node, raw, walker.where)
 
 
 def _chat_tool_call(walker: Walker, call: Any, node: Node, *, bare: bool = False) -> None:
@@ -436,9 +711,13 @@ def _chat_tool_call(walker: Walker, call: Any, node: Node, *, bare: bool = False
     if type(call_id) is str and type(name) is str:
         walker.calls[call_id] = name  # validated when a finding names it
     for key, value in call.items():
+        if type(key) is not str or len(key) > _KEY_MAX:
+            walker.key(key, node)
         if key == "function" and (type(value) is dict or isinstance(value, Mapping)):
             fnode = node if bare else (node, key)
             for fkey, fvalue in value.items():
+                if type(fkey) is not str or len(fkey) > _KEY_MAX:
+                    walker.key(fkey, fnode)
                 if fkey == "arguments":
                     if type(fvalue) is str and len(fvalue) * 4 < threshold and fvalue.isascii():
                         walker.json_bytes += len(fvalue)
@@ -497,6 +776,7 @@ def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
     if isinstance(kind, str) and kind.endswith("_output"):
         tool = walker.called(item.get("call_id"))
         for key, value in item.items():
+            walker.key(key, node)
             if key == "output":
                 walker.tool_result(value, (node, key), tool)
             else:
@@ -506,6 +786,7 @@ def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
         tool = walker.remember_call(item.get("call_id") or item.get("id"), item.get("name"))
         walker.tool = tool
         for key, value in item.items():
+            walker.key(key, node)
             if key in ("arguments", "input", "action"):
                 walker.tool_input(value, (node, key), tool)
             elif key == "output":  # mcp_call carries its own result
@@ -513,7 +794,7 @@ def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
             else:
                 walker.any(value, (node, key))
         return
-    walker.mapping(item, node)
+    walker.mapping(item, node, parts="content")
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------
@@ -541,9 +822,15 @@ def _anthropic_message(walker: Walker, message: Any, index: int, node: Node) -> 
             return
         message = plain
     for key, value in message.items():
+        walker.key(key, node)
         if key == "content" and isinstance(value, list | tuple):
+            outer = walker.begin_group(attachments=False)
             for position, block in enumerate(value):
                 _anthropic_block(walker, block, ((node, key), position))
+            walker.where, walker.tool = "text", None
+            walker.end_group((node, key), outer)
+        elif key == "content" and value is not None and not isinstance(value, str):
+            walker.parts(value, (node, key))
         elif isinstance(value, str):
             walker.leaf(value, (node, key), TEXT)
         elif value is not None:
@@ -558,13 +845,17 @@ def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
     kind = block.get("type")
     if kind == "text":
         for key, value in block.items():
-            if isinstance(value, str):
+            walker.key(key, node)
+            if key == "type" and isinstance(value, str):
+                walker.leaf_alone(value, (node, key), TEXT)  # a block's kind, not its text
+            elif isinstance(value, str):
                 walker.leaf(value, (node, key), TEXT)
             elif value is not None:
                 walker.any(value, (node, key))
     elif isinstance(kind, str) and kind.endswith("tool_use"):
         tool = walker.remember_call(block.get("id"), block.get("name"))
         for key, value in block.items():
+            walker.key(key, node)
             if key == "input":
                 walker.tool_input(value, (node, key), tool)
             else:
@@ -572,6 +863,7 @@ def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
     elif isinstance(kind, str) and kind.endswith("tool_result"):
         tool = walker.called(block.get("tool_use_id"))
         for key, value in block.items():
+            walker.key(key, node)
             if key == "content":
                 walker.tool_result(value, (node, key), tool)
             else:
@@ -638,6 +930,7 @@ def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> 
             if isinstance(call, Mapping):
                 walker.remember_call(call.get("id"), call.get("name"))
         for key, value in view.items():
+            walker.key(key, node)
             if key in _LANGCHAIN_SKIP or value is None:
                 continue
             if key == "content" and kind in _LC_TOOL_KINDS:
@@ -650,6 +943,8 @@ def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> 
                 _langchain_kwargs(walker, value, (node, key))
             elif isinstance(value, str):
                 walker.leaf(value, (node, key), TEXT)
+            elif key == "content":
+                walker.parts(value, (node, key))
             else:
                 walker.any(value, (node, key))
             walker.where = "system" if kind in ("system", "developer") else "text"
@@ -661,6 +956,7 @@ def _langchain_tool_call(walker: Walker, call: Any, node: Node) -> None:
         return
     tool = _tool_name(call.get("name"))
     for key, value in call.items():
+        walker.key(key, node)
         if key == "args":
             walker.tool_input(value, (node, key), tool)
         else:
@@ -669,6 +965,7 @@ def _langchain_tool_call(walker: Walker, call: Any, node: Node) -> None:
 
 def _langchain_kwargs(walker: Walker, kwargs: Mapping[str, Any], node: Node) -> None:
     for key, value in kwargs.items():
+        walker.key(key, node)
         if key == "tool_calls" and isinstance(value, Sequence):
             for position, call in enumerate(value):
                 _chat_tool_call(walker, call, ((node, key), position))
