@@ -1019,3 +1019,52 @@ def test_main_returns_the_exit_status(root: Path, capsys: pytest.CaptureFixture[
 
     assert missing == ExitCode.MISSING
     assert ok == ExitCode.OK
+
+
+# -- scope parts that are not text ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable", ["CARGOHOLD_TENANT", "CARGOHOLD_USER", "CARGOHOLD_SESSION"])
+def test_a_scope_variable_holding_bytes_that_are_not_utf8_exits_2_with_one_clear_line(
+    console_script: Path, root: Path, tmp_path: Path, variable: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+    # subprocess writes a surrogateescape'd str back as its raw bytes: the child sees 0xFF 0xC3
+    env[variable] = b"ana\xff\xc3".decode("utf-8", "surrogateescape")
+
+    done = subprocess.run(
+        [console_script, "--store", str(root), "ls"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+
+    part = variable.removeprefix("CARGOHOLD_").lower()
+    assert done.returncode == ExitCode.USAGE
+    assert done.stdout == b""
+    lines = done.stderr.decode("utf-8").splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("cargohold: error: ")
+    assert f"scope {part} must be valid UTF-8" in lines[0]
+    assert "UnicodeEncodeError" not in lines[0]  # what it said before: an unexpected crash
+    assert "ana" not in lines[0]
+
+
+@pytest.mark.parametrize("option", ["--tenant", "--user", "--session"])
+@pytest.mark.parametrize(
+    "value", [b"ana\xff".decode("utf-8", "surrogateescape"), "ana\x00", "\ud800"], ids=ascii
+)
+def test_a_scope_option_that_is_not_utf8_or_holds_nul_is_a_usage_error_naming_the_option(
+    root: Path, option: str, value: str
+) -> None:
+    parts = {"--tenant": TENANT, "--user": USER, "--session": SESSION, option: value}
+    scope = [item for pair in parts.items() for item in pair]
+
+    result = CliRunner().invoke(cli, ["--store", str(root), *scope, "ls"])
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"Invalid value for {option}" in result.output
+    assert "ana" not in result.output
+    assert not root.exists()  # refused before the store was opened

@@ -522,6 +522,41 @@ def test_grep_stops_showing_excerpts_at_the_budget_and_still_counts(hold: Hold) 
     assert (answer.content or "").endswith(f"[1 matching line; {len(shown)} shown]")
 
 
+def test_a_query_on_json_nested_too_deep_names_the_depth_and_the_tools_that_read_it(
+    hold: Hold,
+) -> None:
+    ref = put(hold, b"[" * 10_000 + b"]" * 10_000, "application/json")
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": "length(@)"})
+
+    assert answer.outcome == "invalid_arguments"
+    assert re.search(r"nests deeper than [\d,]+ levels", answer.text), answer.text
+    assert "not JSON" not in answer.text.replace("JSON or not", "")
+    assert "artifact_grep" in answer.text
+    assert "artifact_read_lines" in answer.text
+
+
+def test_grep_shows_invalid_utf8_replaced_with_exact_byte_offsets_that_read_back(
+    hold: Hold,
+) -> None:
+    body, offsets = minified_json(3_000, needle_every=1_000)
+    body = b"\xff\xc3(" + body[3:]  # invalid bytes before every needle
+    ref = put(hold, body + b"\nshort \xe2\x82 line " + NEEDLE.encode() + b"\n")
+
+    answer = hold.call_tool("artifact_grep", {"ref": ref, "pattern": NEEDLE})
+
+    assert answer.outcome == "resolved"
+    shown = [int(at) for at in re.findall(r"\[byte (\d+);", answer.content or "")]
+    assert shown == offsets
+    for offset in shown:
+        exact = hold.call_tool(
+            "artifact_read", {"ref": ref, "offset": offset, "length": len(NEEDLE)}
+        )
+        assert exact.content == NEEDLE
+    assert f"2: short \ufffd line {NEEDLE}\n" in (answer.content or "")
+    assert (answer.content or "").endswith(f"[2 matching lines; {len(offsets) + 1} shown]")
+
+
 LONG_LINE, _ = minified_json(3_000, needle_every=50)
 
 

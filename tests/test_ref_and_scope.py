@@ -149,6 +149,32 @@ def test_a_malformed_scope_part_is_refused(part: str, value: object) -> None:
         Scope(**parts)  # type: ignore[arg-type]
 
 
+# What Python makes of bytes that are not UTF-8 in an environment variable or an argument
+# (surrogateescape), and a lone surrogate from JSON or a careless caller.
+NOT_UTF8 = [b"\xff".decode("utf-8", "surrogateescape"), "ana\udcc3", "\ud800", "x\udfff"]
+
+
+@pytest.mark.parametrize("value", NOT_UTF8, ids=ascii)
+@pytest.mark.parametrize("part", ["tenant", "user", "session", "task", "worker", "agent"])
+def test_a_scope_part_that_is_not_utf8_is_an_invalid_scope_not_an_encoding_crash(
+    part: str, value: str
+) -> None:
+    parts: dict[str, object] = {"tenant": "acme", "user": "ana", "session": "run-1"}
+    parts[part] = value
+
+    with pytest.raises(InvalidScopeError) as raised:
+        Scope(**parts)  # type: ignore[arg-type]
+
+    assert raised.value.code == "invalid_scope"
+    assert value not in str(raised.value)
+
+
+def test_a_scope_part_in_any_script_is_accepted() -> None:
+    scope = Scope("Zürich-☕", "анна", "会话-1", agent="🤖")
+
+    assert scope.owner == ("Zürich-☕", "анна", "会话-1")
+
+
 def test_a_scope_part_of_the_maximum_length_is_accepted() -> None:
     assert Scope("x" * 256, "ana", "run-1").tenant == "x" * 256
 

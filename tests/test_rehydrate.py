@@ -6,10 +6,14 @@ import base64
 import json
 import random
 import re
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import re2
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from cargohold import (
     DEFAULT_READ_BUDGET,
@@ -545,6 +549,206 @@ def test_an_invalid_or_unsupported_pattern_is_a_usage_error_and_no_decision(
     assert sink.events == []
 
 
+def _reference_grep(body: bytes, pattern: str, max_matches: int, budget: int) -> str | None:
+    """Grep as a model reads it, one line at a time: each line's bytes searched on their own,
+    shown decoded with replacement, a long line as one window per match (positions counted in
+    characters, offsets in bytes). ``None`` when the answer is over the budget."""
+    regex = re2.compile(pattern)
+    parts = body.split(b"\n")
+    lines = parts[:-1] + ([parts[-1]] if parts[-1] else [])
+    shown: list[str] = []
+    used = matched = offset = 0
+    for number, raw in enumerate(lines, 1):
+        line_start, offset = offset, offset + len(raw) + 1
+        if regex.search(raw) is None:
+            continue
+        matched += 1
+        if len(shown) >= max_matches:
+            continue
+        text = raw.decode("utf-8", "replace")
+        entries = []
+        if len(text) <= 400:
+            entries.append(f"{number}: {text}\n")
+        else:
+            at = 0
+            while len(entries) < max_matches - len(shown) and at <= len(text):
+                found = regex.search(text, at)
+                if found is None:
+                    break
+                first, last = found.span()
+                begin = max(0, first - 100)
+                window = text[begin : max(last, begin + 200)][:400]
+                where = line_start + len(text[:first].encode())
+                entries.append(
+                    f"{number}: [byte {where}; line of {len(text):,} chars] ...{window}...\n"
+                )
+                at = last if last > first else last + 1
+        for entry in entries:
+            if used + len(entry.encode()) + 120 > budget:
+                max_matches = len(shown)
+                break
+            shown.append(entry)
+            used += len(entry.encode())
+    noun = "matching line" if matched == 1 else "matching lines"
+    text = "".join(shown) + f"[{matched} {noun}; {len(shown)} shown]"
+    return None if len(text.encode()) > budget else text
+
+
+_PATTERN_PARTS = [
+    "a",
+    "b",
+    "é",
+    r"\d",
+    ".",
+    "(?s).",
+    "^",
+    "$",
+    r"\A",
+    r"\z",
+    r"\b",
+    r"\s",
+    "[^a]",
+    r"[a\n]",
+    r"\n",
+    "x*",
+    "(a|b)",
+    "|",
+    "*",
+    "+",
+    "?",
+    r"\Qa^$\E",
+    r"\pL",
+    r"\p{^L}",
+    "[[:^alpha:]]",
+    "[]a]",
+    "[^]a]",
+    "(?i)",
+    r"\x{e9}",
+    "(?m)",
+    "(?-m:^a)",
+    "[$^]",
+    r"\C",
+]
+_LINES = ["", "a", "b", "ab", "é", "a b", "1\r", "ba\t", "xxa", "€ab", "a\xff", "\xe2\x82b"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(_PATTERN_PARTS), min_size=1, max_size=6),
+    lines=st.lists(st.sampled_from(_LINES), max_size=12),
+    long_at=st.none() | st.integers(0, 12),
+    final_newline=st.booleans(),
+    max_matches=st.integers(1, 6),
+    budget=st.sampled_from([150, 400, 16 * KiB]),
+)
+def test_grep_answers_exactly_as_a_line_by_line_search(
+    parts: list[str],
+    lines: list[str],
+    long_at: int | None,
+    final_newline: bool,
+    max_matches: int,
+    budget: int,
+) -> None:
+    pattern = "".join(parts)
+    quiet = re2.Options()
+    quiet.log_errors = False
+    try:
+        re2.compile(pattern, quiet)
+    except re2.error:
+        assume(False)
+    # \C matches single bytes, inside characters: the reference cannot window those by character
+    assume(long_at is None or "\\C" not in pattern)
+    raw = [
+        line.encode("latin-1") if "\xff" in line or "\xe2" in line else line.encode()
+        for line in lines
+    ]
+    if long_at is not None:  # a line of more than 400 characters, multi-byte ones among them
+        raw.insert(min(long_at, len(raw)), ("ab€ x" * 90 + "é1 b" * 30).encode())
+    body = b"\n".join(raw) + (b"\n" if final_newline and raw else b"")
+    scoped = ScopedStore(MemoryStore(), OWNER)
+    ref = scoped.put(body).ref if body else None
+    expected = _reference_grep(body, pattern, max_matches, budget)
+
+    if ref is None:
+        return
+    result = Rehydrator(scoped).grep(ref, pattern, max_matches=max_matches, budget=budget)
+
+    assert result.content == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "numbers"),
+    [("^b", [2, 3, 4]), ("a$", [1, 3]), (r"\Ab", [2, 3, 4]), (r"a\z", [1, 3]), ("^$", [5])],
+)
+def test_grep_anchors_hold_at_the_edges_of_every_line(
+    scoped: ScopedStore, reader: Rehydrator, pattern: str, numbers: list[int]
+) -> None:
+    ref = scoped.put(b"a\nb\nba\nb\n\nc").ref
+
+    result = reader.grep(ref, pattern)
+
+    assert [n for n, _ in _grep_lines(result.content)] == numbers
+
+
+@pytest.mark.parametrize("pattern", [r"a\sb", "a[^x]b", r"a\nb", "(?s)a.b", r"a\C*b"])
+def test_no_grep_match_spans_two_lines(
+    scoped: ScopedStore, reader: Rehydrator, pattern: str
+) -> None:
+    ref = scoped.put(b"xa\nbx\n" * 3).ref
+
+    result = reader.grep(ref, pattern)
+
+    assert result.content == "[0 matching lines; 0 shown]"
+
+
+def test_grep_shows_invalid_utf8_replaced_and_names_exact_byte_offsets_after_it(
+    scoped: ScopedStore, reader: Rehydrator
+) -> None:
+    long_line = b"\xff\xfe" * 300 + b"NEEDLE" + b"-" * 300
+    body = b"ok \xc3 bad\n" + long_line + b"\n"
+    ref = scoped.put(body).ref
+
+    short = reader.grep(ref, "bad")
+    long = reader.grep(ref, "NEEDLE")
+
+    assert short.content == "1: ok \ufffd bad\n[1 matching line; 1 shown]"
+    assert long.content is not None
+    offsets = [int(at) for at in re.findall(r"\[byte (\d+);", long.content)]
+    assert offsets == [body.index(b"NEEDLE")]
+    assert "line of 906 chars" in long.content
+    assert "\ufffd" * 100 + "NEEDLE" + "-" * 94 + "..." in long.content
+    back = reader.read(ref, offset=offsets[0], length=6)
+    assert back.content == "NEEDLE"
+
+
+def test_grep_of_eight_million_short_lines_stays_within_twice_the_body(
+    scoped: ScopedStore, reader: Rehydrator
+) -> None:
+    lines = 8 * MiB
+    body = bytearray(b"\n" * (2 * lines))
+    body[0::2] = (b"0123456789" * (lines // 10 + 1))[:lines]
+    body[2 * 999 :: 2 * 1000] = b"E" * len(body[2 * 999 :: 2 * 1000])  # line 1000, 2000...
+    data = bytes(body)
+    del body
+    ref = scoped.put(data).ref
+    errors = lines // 1000
+
+    tracemalloc.start()
+    try:
+        sparse = reader.grep(ref, "E", max_matches=3)
+        dense = reader.grep(ref, "[0-9]", max_matches=2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert len(data) == 16 * MiB
+    assert peak < 2 * len(data)
+    assert sparse.content == (
+        f"1000: E\n2000: E\n3000: E\n[{errors:,} matching lines; 3 shown]".replace(",", "")
+    )
+    assert dense.content == f"1: 0\n2: 1\n[{lines - errors} matching lines; 2 shown]"
+
+
 # -- query ----------------------------------------------------------------------------------
 
 
@@ -579,6 +783,26 @@ def test_a_query_on_an_artifact_that_is_not_json_is_a_usage_error(
     ref = scoped.put(body).ref
     with pytest.raises(UsageError):
         reader.query(ref, "length(@)")
+
+
+@pytest.mark.parametrize("depth", [5_000, 200_000])
+def test_a_query_on_json_nested_too_deep_says_so_rather_than_not_json(
+    scoped: ScopedStore, reader: Rehydrator, sink: ListSink, depth: int
+) -> None:
+    ref = scoped.put(("[" * depth + "]" * depth).encode(), media_type="application/json").ref
+    shallow = scoped.put(("[" * 50 + "]" * 50).encode(), media_type="application/json").ref
+
+    with pytest.raises(UsageError) as raised:
+        reader.query(ref, "length(@)")
+    answered = reader.query(shallow, "length(@)")
+
+    message = str(raised.value)
+    limit = re.search(r"nests deeper than ([\d,]+) levels", message)
+    assert limit is not None, message
+    assert 50 < int(limit.group(1).replace(",", "")) < depth
+    assert "not JSON" not in message
+    assert "grep" in message
+    assert answered.content == "1"
 
 
 # -- passing references to tools ---------------------------------------------------------------

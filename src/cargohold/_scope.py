@@ -21,8 +21,19 @@ def check_part(name: str, value: object, *, required: bool) -> None:
         raise InvalidScopeError(f"scope {name} must be non-empty with no surrounding whitespace")
     if len(value) > _MAX_PART or any(ord(ch) < 0x20 or ch == "\x7f" for ch in value):
         raise InvalidScopeError(
-            f"scope {name} must be at most {_MAX_PART} characters, without control characters"
+            f"scope {name} must be at most {_MAX_PART} characters, without control characters "
+            "(NUL among them)"
         )
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate: what Python makes of bytes that are not UTF-8 in an environment
+            # variable or an argument (surrogateescape). No store, event or log can write it.
+            raise InvalidScopeError(
+                f"scope {name} must be valid UTF-8 text; it holds bytes that are not "
+                "(an undecodable environment variable or argument?)"
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)

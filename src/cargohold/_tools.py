@@ -420,9 +420,9 @@ class ReadToolset:
         _check_expression(expression)
         try:
             result = self._reader.query(ref, expression, budget=self._budget(args))
-        except UsageError as exc:  # not JSON, or the expression failed on this document
+        except UsageError as exc:  # not JSON, nested too deep, or the expression failed on it
             raise _Mistake(
-                f"{exc}. Use artifact_grep or artifact_read_lines on a body that is not JSON."
+                f"{exc}. artifact_grep and artifact_read_lines read any body, JSON or not."
             ) from None
         return self._answer("artifact_query", result)
 

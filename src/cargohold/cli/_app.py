@@ -17,8 +17,9 @@ from typing import IO, Any
 import click
 
 from cargohold import __version__
-from cargohold._errors import LimitExceededError
+from cargohold._errors import InvalidScopeError, LimitExceededError
 from cargohold._records import ArtifactRecord, Sensitivity
+from cargohold._scope import check_part
 from cargohold.cli._context import App, fail_outcome, get_app
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
 from cargohold.cli._progress import ProgressBar
@@ -130,6 +131,11 @@ def cli(
       cargohold show 9f86d081                         # a unique prefix of a reference
       cargohold --session run-7 ls
     """
+    for part, value in (("tenant", tenant), ("user", user), ("session", session)):
+        try:
+            check_part(part, value, required=False)  # name the option, never the value
+        except InvalidScopeError as exc:
+            raise click.BadParameter(str(exc), param_hint=f"--{part}") from None
     overrides = {"store": store, "tenant": tenant, "user": user, "session": session}
     ctx.obj = App(overrides, config_file)
 
