@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 import os
 import random
 import shutil
@@ -142,6 +143,8 @@ def _bench(
 
 def _load_cluster_module() -> Any:
     path = Path(__file__).resolve().parent.parent / "tests" / "pg_cluster.py"
+    if str(path.parent) not in sys.path:  # pg_cluster imports its sibling tests/_require.py
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location("cargohold_bench_pg_cluster", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")

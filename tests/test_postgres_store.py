@@ -663,3 +663,43 @@ def test_without_postgresql_the_tests_skip_except_under_ci_where_they_fail(
     counts = (int(suite.get("skipped", "0")), int(suite.get("errors", "0")))
     assert counts == (skipped, errors), done.stdout
     assert done.returncode == (pytest.ExitCode.OK if ci == "" else pytest.ExitCode.TESTS_FAILED)
+
+
+def test_a_put_that_replaces_an_expired_record_never_shortens_an_extension_committed_meanwhile(
+    pg_url: str,
+) -> None:
+    # Writer A sees the record expired (its clock is past it) and replaces it; writer B, whose
+    # clock is a second behind, extends the same live record between A's lookup and A's upsert.
+    # B was promised X + 99 s: A's upsert must not cut that back to A's own, shorter expiry.
+    upgrade_schema(pg_url)
+    t0 = 1_800_000_000.0
+    expiry = t0 + 10
+    limits = cargohold.Limits(max_ttl=1000, default_ttl=10)
+    scope = Scope("t", "u", "s")
+    body = b"x" * 100
+    setup = PostgresStore(pg_url, limits=limits, clock=lambda: t0)
+    ref = ScopedStore(setup, scope).put(body, ttl=10).ref
+    late = PostgresStore(pg_url, limits=limits, clock=lambda: expiry - 1)
+    promised: list[float] = []
+    calls = 0
+
+    def a_clock() -> float:
+        nonlocal calls
+        calls += 1
+        if calls == 3:  # inside A's transaction: after its lookup, before its upsert
+            promised.append(ScopedStore(late, scope).put(body, ttl=100).record.expires)
+        return expiry + 0.5
+
+    early = PostgresStore(pg_url, limits=limits, clock=a_clock)
+    check = PostgresStore(pg_url, limits=limits, clock=lambda: expiry + 2)
+    try:
+        ScopedStore(early, scope).put(body, ttl=1)
+
+        assert promised == [expiry - 1 + 100]
+        got = ScopedStore(check, scope).read(ref)
+        assert got.outcome is ReadOutcome.RESOLVED
+        assert got.record is not None
+        assert got.record.expires >= promised[0]
+    finally:
+        for store in (setup, late, early, check):
+            store.close()

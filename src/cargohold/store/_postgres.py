@@ -181,7 +181,9 @@ _SQL_TEMPLATES = {
     " VALUES (%(tenant)s, %(digest)s, %(size)s, %(chunk_size)s, %(chunks)b, %(data)b, %(now)s)"
     " ON CONFLICT (tenant, digest) DO NOTHING",
     # Under the session lock and with the old record known to be expired (or absent): a fresh
-    # record replaces it whole, as if gc had run in between.
+    # record replaces it whole, as if gc had run in between. Known when looked up: a put that
+    # extended the row since (outside the session lock) may have committed in between, so an
+    # expiry still in the future is never shortened (a put's promise stands).
     "upsert_artifact": 'INSERT INTO {s}.artifacts (tenant, "user", session, digest, size,'
     " media_type, kind, tool, created, expires, sensitivity, complete, classification, task,"
     " worker, agent) VALUES (%(tenant)s, %(user)s, %(session)s, %(digest)s, %(size)s,"
@@ -189,7 +191,8 @@ _SQL_TEMPLATES = {
     " %(classification)s, %(task)s, %(worker)s, %(agent)s)"
     ' ON CONFLICT (tenant, "user", session, digest) DO UPDATE SET size = excluded.size,'
     " media_type = excluded.media_type, kind = excluded.kind, tool = excluded.tool,"
-    " created = excluded.created, expires = excluded.expires,"
+    " created = excluded.created, expires = CASE WHEN {s}.artifacts.expires > %(now)s"
+    " THEN greatest({s}.artifacts.expires, excluded.expires) ELSE excluded.expires END,"
     " sensitivity = excluded.sensitivity, complete = excluded.complete,"
     " classification = excluded.classification, task = excluded.task,"
     " worker = excluded.worker, agent = excluded.agent",
