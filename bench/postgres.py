@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 import os
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
