@@ -1,5 +1,9 @@
 """Run the store benchmarks: ``python -m bench [--quick] [--markdown FILE] [SECTION ...]``.
 
+``python -m bench soak [...]`` runs the crash soak instead (``bench/soak.py``,
+``docs/reliability.md``): SIGKILL trials on the local store and PostgreSQL server kills, with
+lost / corrupt / partial counts and a non-zero exit status when any is not zero.
+
 Prints the machine, then one table of medians, each with its ratio to a baseline measured in
 the same run and, where the design sets one, the target ratio. ``--markdown`` also writes the
 same figures as markdown (``-`` for standard output), ready for ``docs/benchmarks.md``.
@@ -15,13 +19,27 @@ from bench._util import machine, markdown_table, scratch_dir, text_table
 from bench.cli import SECTIONS as CLI_SECTIONS
 from bench.decisions import SECTIONS as DECISION_SECTIONS
 from bench.front_door import SECTIONS as FRONT_DOOR_SECTIONS
+from bench.grep import SECTIONS as GREP_SECTIONS
+from bench.secrets import SECTIONS as SECRETS_SECTIONS
 from bench.store import SECTIONS as STORE_SECTIONS
 from bench.store import Config
 
-SECTIONS = {**STORE_SECTIONS, **DECISION_SECTIONS, **CLI_SECTIONS, **FRONT_DOOR_SECTIONS}
+SECTIONS = {
+    **STORE_SECTIONS,
+    **DECISION_SECTIONS,
+    **SECRETS_SECTIONS,
+    **CLI_SECTIONS,
+    **FRONT_DOOR_SECTIONS,
+    **GREP_SECTIONS,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["soak"]:
+        from bench import soak
+
+        return soak.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "sections",

@@ -282,3 +282,29 @@ def test_a_thousand_concurrent_tasks_on_postgresql_never_stall_the_loop(
     upgrade_schema(pg_url)
     with cargohold.open(pg_url, session="stress") as hold:
         _stress(hold, caplog)
+
+
+def test_a_hold_rejects_a_credential_unless_the_tools_configured_policy_masks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+    import string
+
+    from cargohold import Reason
+
+    alphabet = string.ascii_uppercase + string.digits
+    key_id = "AKIA" + "".join(random.Random(3).choices(alphabet, k=16))
+    log = _log(40 * KiB) + f"\nINFO using aws_access_key_id={key_id}\n"
+    monkeypatch.setenv("CARGOHOLD_SECRETS_POLICY", "fetch_logs=mask")
+
+    with cargohold.open("memory://", session="s") as hold:
+        masked = hold.offload(log, tool="fetch_logs")
+        rejected = hold.offload(log, tool="other_tool")
+
+    assert (masked.outcome, masked.reason) == (OffloadOutcome.OFFLOADED, Reason.CREDENTIAL_MASKED)
+    assert key_id not in masked.text
+    assert (rejected.outcome, rejected.reason) == (
+        OffloadOutcome.REJECTED,
+        Reason.CREDENTIAL_DETECTED,
+    )
+    assert key_id not in rejected.text

@@ -14,6 +14,8 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     session_bytes, session_objects, store_bytes, store_objects   CARGOHOLD_SESSION_BYTES ...
     default_ttl = 86400    max_ttl = 604800   (seconds)          CARGOHOLD_DEFAULT_TTL ...
     sliding_ttl = false    (true: each resolved read extends the life)  CARGOHOLD_SLIDING_TTL
+    secrets_policy = { fetch_logs = "mask" }   (per tool: "reject" | "mask")
+                                                              CARGOHOLD_SECRETS_POLICY
 """
 
 from __future__ import annotations
@@ -143,6 +145,24 @@ def _sizes(value: object) -> dict[str, int]:
     return checked
 
 
+SECRETS_POLICIES = ("reject", "mask")
+"""What a tool's results that hold a credential become: refused (the default) or stored masked."""
+
+
+def _policies(value: object) -> dict[str, str]:
+    """A mapping of tool names to a secrets policy (``secrets_policy``)."""
+    if not isinstance(value, Mapping):
+        raise ValueError('must be a table of tool = "reject" or "mask"')
+    checked: dict[str, str] = {}
+    for name, policy in value.items():
+        if not isinstance(name, str):
+            raise ValueError('must be a table of tool = "reject" or "mask"')
+        if policy not in SECRETS_POLICIES:
+            raise _EntryError(name, f"must be one of {', '.join(SECRETS_POLICIES)}")
+        checked[name] = policy
+    return checked
+
+
 _Check = Callable[[object], Any]
 _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "store": (_text, None),
@@ -164,6 +184,7 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "events_log": (_text, None),
     "window_margin": (_not_negative, 4096),
     "model_windows": (_sizes, {}),
+    "secrets_policy": (_policies, {}),
 }
 """Every configuration key: its check (which also converts environment text) and its default.
 
@@ -213,6 +234,8 @@ class Settings:
             default under the user's state directory.
         window_margin: Tokens the edge guard keeps free below a model's context window.
         model_windows: Context windows by model name prefix, over the guard's built-in table.
+        secrets_policy: Per-tool handling of results that hold a credential: ``reject`` (the
+            default for every tool) or ``mask`` (stored as restricted, the stub masks them).
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -230,6 +253,7 @@ class Settings:
     events_log: str | None = None
     window_margin: int = 4096
     model_windows: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    secrets_policy: Mapping[str, str] = dataclasses.field(default_factory=dict)
     source: Path | None = None
 
     def scope(self, **attribution: str | None) -> Scope:
@@ -269,7 +293,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
-_MAPPINGS = frozenset({"tool_thresholds", "model_windows"})
+_MAPPINGS = frozenset({"tool_thresholds", "model_windows", "secrets_policy"})
 
 
 def _pairs(key: str, value: str) -> dict[str, str]:
@@ -278,9 +302,8 @@ def _pairs(key: str, value: str) -> dict[str, str]:
     for item in value.split(","):
         name, sep, size = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(
-                f"{ENV_PREFIX}{key.upper()} is a list of name=number, comma-separated"
-            )
+            shape = "tool=reject|mask" if key == "secrets_policy" else "name=number"
+            raise ConfigError(f"{ENV_PREFIX}{key.upper()} is a list of {shape}, comma-separated")
         pairs[name.strip()] = size.strip()
     return pairs
 
@@ -364,5 +387,6 @@ def load_settings(
         events_log=model["events_log"] or None,
         window_margin=model["window_margin"],
         model_windows=dict(model["model_windows"]),
+        secrets_policy=dict(model["secrets_policy"]),
         source=source,
     )

@@ -213,6 +213,7 @@ class Hold:
             budget=settings.budget,
             reporter=reporter,
             ttl=ttl,
+            secrets_policy=settings.secrets_policy,
         )
         self._reader = Rehydrator(
             self._scoped, reporter=reporter, default_budget=settings.read_budget

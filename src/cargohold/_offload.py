@@ -6,6 +6,12 @@ that turns offloading off and no no-op store. The exact bytes are stored before 
 made. When the store fails, the conversation gets a bounded notice without a reference, never the
 raw body. A recovered context segment (what an explicit read returned) passes as ``bypass`` up to
 the budget its reader chose, so a read is never undone.
+
+Every result is scanned for credentials first (:mod:`cargohold._secrets`), whatever its size. One
+that holds any is ``rejected`` with a notice naming the kinds and line numbers, never the values,
+unless its tool's secrets policy is ``mask``: then the exact bytes are stored as ``restricted``
+(even below the threshold: a credential never goes inline) and the stub is rendered from a masked
+copy. A value the caller marked ``secret``, ``credential`` or ``raw_auth`` is rejected at any size.
 """
 
 from __future__ import annotations
@@ -36,8 +42,17 @@ from cargohold._events import (
 from cargohold._facade import ScopedStore
 from cargohold._records import KiB, Sensitivity, normalize_media_type
 from cargohold._ref import Ref
+from cargohold._secrets import SecretFinding, describe_findings, find_secrets, mask_secrets
 from cargohold._segment import parse_segment
-from cargohold._stub import DEFAULT_READ_TOOLS, Budget, ReadTools, Stub, render_notice, render_stub
+from cargohold._stub import (
+    DEFAULT_READ_TOOLS,
+    MARKER,
+    Budget,
+    ReadTools,
+    Stub,
+    render_notice,
+    render_stub,
+)
 from cargohold._text import looks_textual
 from cargohold._tokens import Family, estimate_tokens, family_of
 
@@ -114,6 +129,11 @@ class Offloader:
             configured one (``CARGOHOLD_HEAVY_THRESHOLD``, the configuration file, 32 KiB).
         tool_thresholds: Per-tool thresholds, lower or higher than the global one (configured
             when omitted).
+        secrets_policy: Per-tool handling of results that hold a credential: ``reject`` (the
+            default) or ``mask`` (stored as ``restricted``, every credential masked in the stub).
+            When omitted, the configured one if the offloader reads its configuration (that is,
+            when ``threshold``, ``tool_thresholds`` or ``budget`` is omitted too); otherwise
+            every tool rejects.
         budget: The default stub budget (configured when omitted; ``balanced`` by default).
         reporter: Where decision events go; ``None`` reports nothing.
         read_tools: The read tool names the surface offers, named in every stub.
@@ -126,6 +146,7 @@ class Offloader:
         *,
         threshold: int | None = None,
         tool_thresholds: Mapping[str, int] | None = None,
+        secrets_policy: Mapping[str, str] | None = None,
         budget: Budget | str | None = None,
         reporter: Reporter | None = None,
         read_tools: ReadTools = DEFAULT_READ_TOOLS,
@@ -142,9 +163,12 @@ class Offloader:
                 settings.tool_thresholds if tool_thresholds is None else tool_thresholds
             )
             budget = settings.budget if budget is None else budget
+            if secrets_policy is None:
+                secrets_policy = settings.secrets_policy
         self._store = store
         self._threshold = _check_threshold(threshold)
         self._tool_thresholds = {k: _check_threshold(v) for k, v in tool_thresholds.items()}
+        self._secrets_policy = _check_policies(secrets_policy or {})
         self._budget = Budget.parse(budget)
         self._reporter = reporter
         self._read_tools = read_tools
@@ -174,6 +198,27 @@ class Offloader:
             return self._tool_thresholds[tool]
         return self._threshold
 
+    @property
+    def secrets_policy(self) -> dict[str, str]:
+        """The per-tool secrets policies (a copy)."""
+        return dict(self._secrets_policy)
+
+    @property
+    def budget(self) -> Budget:
+        """The default stub budget."""
+        return self._budget
+
+    @property
+    def ttl(self) -> float | None:
+        """Seconds offloaded bytes are kept; ``None`` for the store's default."""
+        return self._ttl
+
+    def secrets_policy_for(self, tool: str | None) -> str:
+        """``reject`` or ``mask``: what becomes of ``tool``'s results that hold a credential."""
+        if tool is not None:
+            return self._secrets_policy.get(tool, "reject")
+        return "reject"
+
     def offload(
         self,
         value: object,
@@ -191,14 +236,15 @@ class Offloader:
             value: The tool's result: text, bytes, or JSON-serializable data.
             tool: The producing tool's name (per-tool threshold, stub, event).
             media_type: A media type hint.
-            sensitivity: ``public``, ``internal`` or ``restricted``; the refused kinds give
-                ``rejected``.
+            sensitivity: ``public``, ``internal`` or ``restricted``; the refused kinds
+                (``secret``, ``credential``, ``raw_auth``) give ``rejected`` at any size.
             complete: ``False`` when the tool truncated its own output.
             failed: The call failed or was cancelled: its preview is never ``compressible``.
             budget: This stub's budget, instead of the offloader's default.
 
         Raises:
-            UsageError: a value that is not text, bytes or JSON-serializable; a bad media type.
+            UsageError: a value that is not text, bytes or JSON-serializable; a bad media type;
+                an unknown sensitivity.
         """
         if isinstance(value, str):
             segment = parse_segment(value) if value.startswith("[cargohold:recovered]") else None
@@ -209,7 +255,22 @@ class Offloader:
         size = len(data)
         limit = self.threshold_for(tool)
         family = family_of("text" if textual else "binary", media)
-        if size < limit:
+        try:
+            sensitivity = Sensitivity(sensitivity)
+        except ValueError:
+            raise UsageError(
+                "sensitivity must be one of: " + ", ".join(s.value for s in Sensitivity)
+            ) from None
+        if not sensitivity.storable:  # never stored, and never inline either
+            refused = SensitivityRefusedError("refused sensitivity", reason="sensitivity")
+            return self._withheld(refused, size, limit, media, tool, family)
+        # RE2 releases the GIL while it scans, as hashing does: no CPU_BOUND lock here.
+        findings = find_secrets(data)
+        if findings:
+            if self.secrets_policy_for(tool) != "mask":
+                return self._credential_rejected(findings, size, limit, media, tool, family)
+            sensitivity = Sensitivity.RESTRICTED
+        elif size < limit:
             inline: str | bytes = value if isinstance(value, str) else data
             if not isinstance(value, bytes | bytearray | memoryview | str):
                 inline = data.decode("utf-8", "surrogatepass")  # the serialized JSON
@@ -237,10 +298,12 @@ class Offloader:
             )
         except (RejectedError, StoreError) as exc:
             return self._withheld(exc, size, limit, media, tool, family)
-        # Only now, with the exact bytes durable, is a projection made.
+        # Only now, with the exact bytes durable, is a projection made; of a masked copy when the
+        # bytes hold credentials (same length and lines, so the stub's facts stay those of the
+        # real bytes, whose digest the reference remains).
         with CPU_BOUND:
             stub = render_stub(
-                data,
+                mask_secrets(data, findings) if findings else data,
                 put.ref,
                 media_type=put.record.media_type,
                 tool=tool,
@@ -250,7 +313,12 @@ class Offloader:
                 read_tools=self._read_tools,
             )
         outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
-        reason = Reason.IDENTICAL_CONTENT if put.existing else Reason.AT_OR_ABOVE_THRESHOLD
+        if put.existing:
+            reason = Reason.IDENTICAL_CONTENT
+        elif findings:
+            reason = Reason.CREDENTIAL_MASKED
+        else:
+            reason = Reason.AT_OR_ABOVE_THRESHOLD
         event = self._event(
             outcome,
             reason,
@@ -304,6 +372,30 @@ class Offloader:
         )
         return OffloadResult(outcome, reason, notice, None, None, event)
 
+    def _credential_rejected(
+        self,
+        findings: list[SecretFinding],
+        size: int,
+        limit: int,
+        media_type: str,
+        tool: str | None,
+        family: Family,
+    ) -> OffloadResult:
+        notice = _credential_notice(findings, size, media_type, tool)
+        event = self._event(
+            OffloadOutcome.REJECTED,
+            Reason.CREDENTIAL_DETECTED,
+            size,
+            limit,
+            None,
+            tool,
+            context_bytes=len(notice.encode()),
+            tokens=estimate_tokens(size, family),
+        )
+        return OffloadResult(
+            OffloadOutcome.REJECTED, Reason.CREDENTIAL_DETECTED, notice, None, None, event
+        )
+
     def _bypass(self, segment: str, ref: Ref, budget: int, tool: str | None) -> OffloadResult:
         size = len(segment.encode("utf-8", "surrogatepass"))
         event = self._event(
@@ -347,6 +439,34 @@ class Offloader:
             context_bytes=context_bytes,
             estimated_tokens=tokens,
         )
+
+
+def _credential_notice(
+    findings: list[SecretFinding], size: int, media_type: str, tool: str | None
+) -> str:
+    """The bounded notice for a result withheld because it holds credentials.
+
+    Kinds and line numbers (at most twenty), never a value; well under 1 KiB.
+    """
+    source = f"tool {tool}" if tool else "a tool"
+    return (
+        f"{MARKER} withheld (rejected: {Reason.CREDENTIAL_DETECTED.value}): {source} returned "
+        f"{size:,} bytes of {media_type} holding credentials: {describe_findings(findings)}. "
+        "Nothing was stored and the raw output is not in this context.\n"
+        "Nothing can be read back from this result. Narrow the call so that it returns no "
+        "credentials."
+    )
+
+
+def _check_policies(policies: Mapping[str, str]) -> dict[str, str]:
+    from cargohold._config import SECRETS_POLICIES
+
+    checked: dict[str, str] = {}
+    for tool, policy in policies.items():
+        if not isinstance(tool, str) or policy not in SECRETS_POLICIES:
+            raise UsageError('a secrets policy maps tool names to "reject" or "mask"')
+        checked[tool] = policy
+    return checked
 
 
 def _check_threshold(value: int) -> int:

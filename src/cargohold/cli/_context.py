@@ -178,6 +178,7 @@ class App:
             tool_thresholds={} if threshold else settings.tool_thresholds,
             budget=settings.budget,
             reporter=self.reporter,
+            secrets_policy=settings.secrets_policy,
         )
 
     def rehydrator(self) -> Rehydrator:

@@ -148,7 +148,12 @@ def demo() -> None:
     agent = Reporter([app.events_sink, summary], agent_id="demo-agent")
     # The story's own settings, whatever the configuration says: the same story on every run.
     offloader = Offloader(
-        scoped, threshold=HEAVY_THRESHOLD, tool_thresholds={}, budget=Budget.LIGHT, reporter=agent
+        scoped,
+        threshold=HEAVY_THRESHOLD,
+        tool_thresholds={},
+        budget=Budget.LIGHT,
+        reporter=agent,
+        secrets_policy={},
     )
     reader = Rehydrator(scoped, reporter=agent, default_budget=DEFAULT_READ_BUDGET)
     analyst = Rehydrator(

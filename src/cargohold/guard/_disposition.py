@@ -282,8 +282,12 @@ def _stored(
         offloader = Offloader(
             offloader.store,
             threshold=1,
+            tool_thresholds={},
+            budget=offloader.budget,
             reporter=offloader.reporter,
             read_tools=offloader.read_tools,
+            ttl=offloader.ttl,
+            secrets_policy=offloader.secrets_policy,
         )
     return offloader.offload(
         attachment.data, tool=attachment.tool, media_type=attachment.media_type, budget=budget
