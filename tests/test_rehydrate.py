@@ -884,3 +884,21 @@ def test_the_argument_budget_defaults_to_the_stores_artifact_limit(tmp_path: Pat
     assert reader.resolve_arguments([str(ref)]) == [body.decode()]
     with pytest.raises(UsageError):
         reader.resolve_arguments([str(ref)], budget=0)
+
+
+@pytest.mark.parametrize("pattern", ["b", "^a", r"\d+$", "é", "x|ab"])
+def test_grep_gives_the_same_answer_without_the_private_re2_names(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = "\n".join(["a1", "ab", "é2", "xx", "bab 33", "", "a"] * 40).encode()
+    scoped = ScopedStore(MemoryStore(), OWNER)
+    ref = scoped.put(body).ref
+    fast = Rehydrator(scoped).grep(ref, pattern, max_matches=7, budget=400)
+
+    import cargohold._rehydrate
+
+    monkeypatch.setattr(cargohold._rehydrate, "_RE2_PRIVATE", False)  # as without those names
+    slow = Rehydrator(scoped).grep(ref, pattern, max_matches=7, budget=400)
+
+    assert fast.outcome is RehydrateOutcome.RESOLVED
+    assert slow.content == fast.content
