@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from bench._util import machine, markdown_table, scratch_dir, text_table
+from bench._util import machine, report, scratch_dir
 from bench.cli import SECTIONS as CLI_SECTIONS
 from bench.decisions import SECTIONS as DECISION_SECTIONS
 from bench.front_door import SECTIONS as FRONT_DOOR_SECTIONS
@@ -75,28 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     took = time.perf_counter() - began
-    print(text_table(rows))
-    print(f"\nmedians in milliseconds; whole run {took:.0f} s{' (--quick)' if args.quick else ''}")
-
-    if args.markdown:
-        command = "python -m bench" + (" --quick" if args.quick else "")
-        if args.sections:
-            command += " " + " ".join(args.sections)
-        lines = [
-            f"Command: `{command}` ({took:.0f} s)",
-            "",
-            *(f"- {key}: {value}" for key, value in info.items()),
-            "",
-            markdown_table(rows),
-            "",
-        ]
-        text = "\n".join(lines)
-        if args.markdown == "-":
-            print()
-            print(text)
-        else:
-            with open(args.markdown, "w", encoding="utf-8") as handle:
-                handle.write(text)
+    command = "python -m bench" + "".join(" " + name for name in args.sections or [])
+    report(command, rows, took=took, quick=args.quick, markdown=args.markdown, info=info)
     return 0
 
 

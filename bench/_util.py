@@ -248,3 +248,53 @@ def markdown_table(rows: list[Row]) -> str:
     lines = ["| " + " | ".join(_HEADERS) + " |", "| " + " | ".join(align) + " |"]
     lines.extend("| " + " | ".join(_cells(row)) + " |" for row in rows)
     return "\n".join(lines)
+
+
+def report(
+    command: str,
+    rows: list[Row],
+    *,
+    took: float,
+    quick: bool,
+    markdown: str | None,
+    summary: list[str] | None = None,
+    info: dict[str, str] | None = None,
+) -> None:
+    """Print a bench's table (and summary lines), and write it as markdown when asked.
+
+    Args:
+        command: The command that produced it, without ``--quick``.
+        rows: The measured rows.
+        took: Seconds the whole run took.
+        quick: Whether ``--quick`` was given.
+        markdown: A file to write the markdown to, ``"-"`` for stdout, ``None`` for none.
+        summary: Verdict lines printed under the table.
+        info: The machine's facts (``machine()`` when omitted).
+    """
+    lines = summary or []
+    facts = machine() if info is None else info
+    print(text_table(rows))
+    if lines:
+        print()
+        print("\n".join(lines))
+    print(f"\nmedians in milliseconds; whole run {took:.0f} s{' (--quick)' if quick else ''}")
+    if not markdown:
+        return
+    command += " --quick" if quick else ""
+    text = "\n".join(
+        [
+            f"Command: `{command}` ({took:.0f} s)",
+            "",
+            *(f"- {key}: {value}" for key, value in facts.items()),
+            "",
+            markdown_table(rows),
+            "",
+            *(f"- {line}" for line in lines),
+            *([""] if lines else []),
+        ]
+    )
+    if markdown == "-":
+        print()
+        print(text)
+    else:
+        Path(markdown).write_text(text, encoding="utf-8")

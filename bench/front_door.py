@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench._util import Case, KiB, Row, interleave, ms, scratch_dir, text_table
+from bench._util import Case, KiB, Row, interleave, ms, report, scratch_dir
 
 # Only the standard library and bench._util at module level: the cold-start child runs this module
 # and must import cargohold itself, cold.
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_cold_child(args.cold_child)))
         return 0
 
-    from bench._util import machine, markdown_table
+    from bench._util import machine
     from bench.store import Config
 
     info = machine()
@@ -395,29 +395,15 @@ def main(argv: list[str] | None = None) -> int:
         rows = bench_front_door(root / "front_door", Config(quick=args.quick))
     took = time.perf_counter() - began
     summary = _summary(rows)
-    print(text_table(rows))
-    print()
-    print("\n".join(summary))
-    print(f"\nmedians in milliseconds; whole run {took:.0f} s{' (--quick)' if args.quick else ''}")
-    if args.markdown:
-        command = "python -m bench.front_door" + (" --quick" if args.quick else "")
-        text = "\n".join(
-            [
-                f"Command: `{command}` ({took:.0f} s)",
-                "",
-                *(f"- {key}: {value}" for key, value in info.items()),
-                "",
-                markdown_table(rows),
-                "",
-                *(f"- {line}" for line in summary),
-                "",
-            ]
-        )
-        if args.markdown == "-":
-            print()
-            print(text)
-        else:
-            Path(args.markdown).write_text(text, encoding="utf-8")
+    report(
+        "python -m bench.front_door",
+        rows,
+        took=took,
+        quick=args.quick,
+        markdown=args.markdown,
+        summary=summary,
+        info=info,
+    )
     return 0
 
 

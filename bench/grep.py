@@ -31,7 +31,7 @@ from pathlib import Path
 
 import re2
 
-from bench._util import Case, MiB, Row, interleave, scratch_dir, text_table
+from bench._util import Case, MiB, Row, interleave, report, scratch_dir
 from bench.store import Config
 from cargohold import MemoryStore, Ref, Rehydrator, Scope, ScopedStore
 
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"peak": _peak_child(args.peak)}))
         return 0
 
-    from bench._util import machine, markdown_table
+    from bench._util import machine
 
     info = machine()
     info["load average"] = " ".join(f"{load:.2f}" for load in os.getloadavg())
@@ -218,29 +218,15 @@ def main(argv: list[str] | None = None) -> int:
         f"before the fix: {BEFORE}",
         f"load average at the end: {after}",
     ]
-    print(text_table(rows))
-    print()
-    print("\n".join(summary))
-    print(f"\nmedians in milliseconds; whole run {took:.0f} s{' (--quick)' if args.quick else ''}")
-    if args.markdown:
-        command = "python -m bench.grep" + (" --quick" if args.quick else "")
-        text = "\n".join(
-            [
-                f"Command: `{command}` ({took:.0f} s)",
-                "",
-                *(f"- {key}: {value}" for key, value in info.items()),
-                "",
-                markdown_table(rows),
-                "",
-                *(f"- {line}" for line in summary),
-                "",
-            ]
-        )
-        if args.markdown == "-":
-            print()
-            print(text)
-        else:
-            Path(args.markdown).write_text(text, encoding="utf-8")
+    report(
+        "python -m bench.grep",
+        rows,
+        took=took,
+        quick=args.quick,
+        markdown=args.markdown,
+        summary=summary,
+        info=info,
+    )
     return 0
 
 
