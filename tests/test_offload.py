@@ -641,3 +641,21 @@ def test_an_offload_whose_preview_exactly_fills_the_stub_still_decides() -> None
         assert result.outcome is OffloadOutcome.OFFLOADED
 
     assert crashed == []
+
+
+def test_a_reporter_that_is_not_a_reporter_never_undoes_a_decision(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scoped = ScopedStore(MemoryStore(), Scope("t", "u", "s"))
+    offloader = Offloader(scoped, threshold=100, reporter=object())  # type: ignore[arg-type]
+
+    with caplog.at_level("WARNING", logger="cargohold.events"):
+        result = offloader.offload("x" * 200, tool="t")
+
+    assert result.outcome is OffloadOutcome.OFFLOADED
+    assert result.ref is not None
+    assert scoped.read(result.ref).data == b"x" * 200  # the bytes are there, and the answer too
+    assert result.event.sequence == 0  # built, not reported
+    (warning,) = caplog.records  # one line, naming classes only: no body, no owner
+    assert "AttributeError" in warning.getMessage()
+    assert "x" * 20 not in warning.getMessage()

@@ -334,19 +334,30 @@ def record(
     sequence is 0 and its agent is ``main``.
     """
     if reporter is not None:
-        return reporter.decide(
-            operation,
-            outcome,
-            content_kind,
-            reason,
-            observed_bytes=observed_bytes,
-            limit_bytes=limit_bytes,
-            ref=ref,
-            tool=tool,
-            context_bytes=context_bytes,
-            estimated_tokens=estimated_tokens,
-            limit_tokens=limit_tokens,
-        )
+        try:
+            return reporter.decide(
+                operation,
+                outcome,
+                content_kind,
+                reason,
+                observed_bytes=observed_bytes,
+                limit_bytes=limit_bytes,
+                ref=ref,
+                tool=tool,
+                context_bytes=context_bytes,
+                estimated_tokens=estimated_tokens,
+                limit_tokens=limit_tokens,
+            )
+        except UsageError:
+            raise  # a field the decision got wrong: a bug to surface, not a reporter failure
+        except Exception as exc:
+            # Best-effort (ADR-0006): a reporter that is not a cargohold Reporter, or breaks,
+            # must not undo a decision whose bytes may already be written. Class names only.
+            _log.warning(
+                "cargohold reporter %s failed (%s); the event is not reported",
+                type(reporter).__name__,
+                type(exc).__name__,
+            )
     return DecisionEvent(
         operation=operation,
         outcome=outcome,
