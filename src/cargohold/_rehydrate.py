@@ -407,16 +407,13 @@ class Rehydrator:
                     shown.append(entry)
                     used += cost
             matched += lines.count_rest()
-            noun = "matching line" if matched == 1 else "matching lines"
-            footer = f"[{matched} {noun}; {len(shown)} shown]"
-            text = "".join(shown) + footer
-            if utf8_len(text) > limit:  # a budget too small even for the count line
-                return self._decide(
-                    ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text)
-                )
-            return self._decide(
-                ref, result.outcome, limit, answer=text, span=f"grep {matched} {noun}"
-            )
+        # Decided outside the lock: the decision's sinks are the caller's code.
+        noun = "matching line" if matched == 1 else "matching lines"
+        footer = f"[{matched} {noun}; {len(shown)} shown]"
+        text = "".join(shown) + footer
+        if utf8_len(text) > limit:  # a budget too small even for the count line
+            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text))
+        return self._decide(ref, result.outcome, limit, answer=text, span=f"grep {matched} {noun}")
 
     def query(
         self, ref: Ref | str, expression: str, *, budget: int | None = None
