@@ -283,9 +283,17 @@ def test_a_rehydrate_event_names_the_reference_asked_for(outcome: RehydrateOutco
         {"limit_tokens": True},
         {"tool": "a tool name with spaces"},
         {"tool": "x" * 200},
+        {"agent_id": "api_key=sk-live-XYZ and more"},
+        {"agent_id": ""},
+        {"agent_id": "x" * 200},
+        {"agent_id": None},
+        {"parent_agent_id": "a parent\nwith a newline", "depth": 1},
+        {"parent_agent_id": "planner", "depth": 0},
+        {"depth": 1},
+        {"depth": True},
     ],
 )
-def test_an_event_refuses_negative_counts_and_malformed_tool_names(
+def test_an_event_refuses_negative_counts_and_malformed_tool_names_and_agent_ids(
     changes: dict[str, Any],
 ) -> None:
     with pytest.raises(UsageError):

@@ -179,6 +179,14 @@ class DecisionEvent:
             raise UsageError("a rehydrate event names the reference it was asked for")
         if self.tool is not None and _ID.fullmatch(self.tool) is None:
             raise UsageError("an event tool name must be a short identifier")
+        parent = self.parent_agent_id
+        for agent in (self.agent_id,) if parent is None else (self.agent_id, parent):
+            if not isinstance(agent, str) or _ID.fullmatch(agent) is None:
+                raise UsageError("an event agent id must be a short identifier")
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int):
+            raise UsageError("an event depth is a non-negative integer")
+        if (self.depth == 0) != (self.parent_agent_id is None):
+            raise UsageError("an event has a parent agent exactly when its depth is above 0")
         counts = (self.observed_bytes, self.limit_bytes, self.depth, self.context_bytes)
         if min(counts) < 0 or self.estimated_tokens < 0:
             raise UsageError("event byte counts and depth are non-negative")
