@@ -17,10 +17,10 @@ import time
 
 from bench._util import machine, report, scratch_dir
 from bench.cli import SECTIONS as CLI_SECTIONS
+from bench.credentials import SECTIONS as SECRETS_SECTIONS
 from bench.decisions import SECTIONS as DECISION_SECTIONS
 from bench.front_door import SECTIONS as FRONT_DOOR_SECTIONS
 from bench.grep import SECTIONS as GREP_SECTIONS
-from bench.secrets import SECTIONS as SECRETS_SECTIONS
 from bench.store import SECTIONS as STORE_SECTIONS
 from bench.store import Config
 

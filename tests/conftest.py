@@ -57,3 +57,21 @@ def _no_ambient_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+
+
+@pytest.fixture
+def configured_marker_key() -> bytes:
+    """The configured store (the embedded default, under this test's cache) holds the guard
+    fixtures' marker key: a ``Guard()`` given no key reads it, as it does in production."""
+    import os
+
+    from cargohold.store import default_root
+    from guard_fixtures import KEY
+
+    LocalStore(default_root()).close()  # the root and its private directories
+    fd = os.open(default_root() / "marker.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, KEY)
+    finally:
+        os.close(fd)
+    return KEY

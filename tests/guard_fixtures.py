@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import cargohold
 from cargohold import ListSink, MemoryStore, Offloader, Rehydrator, Reporter, Scope, ScopedStore
@@ -38,8 +39,15 @@ def b64(size: int = 40 * KiB) -> str:
     return data_url(size).split(",", 1)[1]
 
 
+KEY = hashlib.sha256(b"cargohold guard fixtures").digest()
+"""The marker key of every fixture store; the ``configured_marker_key`` fixture (conftest) makes
+it the configured store's too, so a ``Guard()`` given no key trusts these stubs, as a guard
+reading the configured store's key trusts that store's in production."""
+
+
 def scoped() -> ScopedStore:
-    return ScopedStore(MemoryStore(), Scope("tenant-g1", "user-g2", "session-g3"))
+    store = MemoryStore(marker_key=KEY)
+    return ScopedStore(store, Scope("tenant-g1", "user-g2", "session-g3"))
 
 
 def stub(text: str = BOOKING_LOG, *, tool: str = "read_log", budget: str = "balanced") -> str:
@@ -68,6 +76,7 @@ def reporter() -> tuple[Reporter, ListSink]:
 __all__ = [
     "BOOKING_LOG",
     "CANARY",
+    "KEY",
     "THRESHOLD",
     "KiB",
     "b64",

@@ -46,10 +46,19 @@ def run(root: Path, *args: str, input: str | bytes | None = None, session: str =
     )
 
 
+def key(root: Path) -> bytes:
+    """The marker key of the store at ``root`` (what its stubs and segments verify under)."""
+    store = cargohold.LocalStore(root)
+    try:
+        return store.marker_key()
+    finally:
+        store.close()
+
+
 def offloaded_ref(root: Path, text: str, *args: str) -> str:
     result = run(root, "offload", "-", *args, input=text)
     assert result.exit_code == ExitCode.OK
-    info = cargohold.parse_stub(result.stdout.rstrip("\n"))
+    info = cargohold.parse_stub(result.stdout.rstrip("\n"), key=key(root))
     assert info is not None
     return str(info.ref)
 
@@ -60,7 +69,7 @@ def test_offload_of_heavy_output_prints_a_genuine_stub_and_stores_the_exact_byte
     result = run(root, "offload", "-", "--tool", "tail_log", input=LOG)
 
     stub = result.stdout.rstrip("\n")
-    info = cargohold.parse_stub(stub)
+    info = cargohold.parse_stub(stub, key=key(root))
     assert result.exit_code == ExitCode.OK
     assert info is not None
     assert info.ref == cargohold.Ref.of(LOG.encode())
@@ -80,7 +89,7 @@ def test_offload_below_the_threshold_prints_the_output_unchanged(root: Path) -> 
 def test_offload_threshold_option_lowers_the_bar_for_one_call(root: Path) -> None:
     result = run(root, "offload", "-", "--threshold", "10", "--budget", "light", input="x" * 20)
 
-    info = cargohold.parse_stub(result.stdout.rstrip("\n"))
+    info = cargohold.parse_stub(result.stdout.rstrip("\n"), key=key(root))
     assert info is not None
     assert info.budget is cargohold.Budget.LIGHT
 
@@ -113,7 +122,7 @@ def test_read_bytes_prints_a_genuine_recovered_segment_of_the_exact_bytes(root: 
     segment = run(root, "read", ref, "--bytes", "10:200")
     raw = run(root, "read", ref, "--bytes", "10:200", "--raw")
 
-    info = cargohold.parse_segment(segment.stdout.rstrip("\n"))
+    info = cargohold.parse_segment(segment.stdout.rstrip("\n"), key=key(root))
     assert segment.exit_code == ExitCode.OK
     assert info is not None
     assert info.span == f"bytes 10-200 of {len(LOG.encode())}"
@@ -245,7 +254,7 @@ def test_show_prints_the_kind_the_stub_printed(
     stub = run(root, "offload", "-", *args, input=text).stdout
     stated = re.search(r"^kept out of context \| kind (.+) \| class ", stub, re.MULTILINE)
     assert stated is not None
-    ref = cargohold.parse_stub(stub.rstrip("\n"))
+    ref = cargohold.parse_stub(stub.rstrip("\n"), key=key(root))
     assert ref is not None
 
     shown = json.loads(run(root, "show", str(ref.ref), "--json").stdout)

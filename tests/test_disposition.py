@@ -116,7 +116,7 @@ def test_ref_stores_the_bytes_and_puts_a_genuine_stub_in_the_message(size: int) 
     )
     assert done.disposition == REF
     assert done.part["type"] == "text"
-    info = parse_stub(done.part["text"])
+    info = parse_stub(done.part["text"], key=store.marker_key())
     assert info is not None
     assert done.ref == info.ref
     assert store.read(info.ref).data == data

@@ -91,7 +91,9 @@ Decision = OffloadResult | RehydrateResult
 
 def _mixed_run(reporter: Reporter | None) -> list[Decision]:
     """Every kind of offload and rehydrate decision, in one run, on fresh stores."""
-    store = MemoryStore(limits=Limits(max_artifact_bytes=20 * KiB))
+    # One marker key for both runs: the stubs and segments of two stores differ by it alone.
+    key = bytes(range(32))
+    store = MemoryStore(limits=Limits(max_artifact_bytes=20 * KiB), marker_key=key)
     scoped = ScopedStore(store, OWNER)
     offloader = Offloader(scoped, threshold=1000, reporter=reporter)
     failing = Offloader(

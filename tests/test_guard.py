@@ -35,6 +35,9 @@ langchain_messages = require("langchain_core.messages", "langchain")
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fetch_page", "arguments": "{}"}}
 
+# A Guard() given no key reads the configured store's marker key: it holds the fixtures'.
+pytestmark = pytest.mark.usefixtures("configured_marker_key")
+
 
 def chat(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"model": "gpt-4o", "messages": list(messages), **extra}

@@ -62,6 +62,9 @@ MESSAGE_REPLY = {
     "usage": {"input_tokens": 1, "output_tokens": 1},
 }
 
+# A Guard() given no key reads the configured store's marker key: it holds the fixtures'.
+pytestmark = pytest.mark.usefixtures("configured_marker_key")
+
 
 class Recorder:
     """A MockTransport handler that records every request it receives."""

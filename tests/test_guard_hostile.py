@@ -37,6 +37,9 @@ langchain_messages = require("langchain_core.messages", "langchain")
 MODEL = "claude-sonnet-5-5"
 SECRET = "api_key=sk-live-XYZ"
 
+# A Guard() given no key reads the configured store's marker key: it holds the fixtures'.
+pytestmark = pytest.mark.usefixtures("configured_marker_key")
+
 
 def encoded(size: int) -> int:
     """What ``size`` bytes weigh on the wire once the SDK has base64-encoded them."""

@@ -882,3 +882,65 @@ def test_a_read_whose_blob_gc_collected_after_its_lookup_is_expired_not_stale(
 
     assert result.outcome is ReadOutcome.MISSING
     assert result.data is None
+
+
+# -- the marker key ---------------------------------------------------------------------------
+
+
+def test_the_marker_key_is_a_private_file_made_on_first_use(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    path = store_root / "marker.key"
+    assert not path.exists()  # opening a store makes no key
+
+    key = local_store.marker_key()
+
+    info = os.lstat(path)
+    assert stat.S_ISREG(info.st_mode)
+    assert stat.S_IMODE(info.st_mode) == 0o600
+    assert path.read_bytes() == key
+    assert os.listdir(store_root / "staging") == []  # the staged key was linked, then unlinked
+    assert local_store.verify() == []
+
+
+@pytest.mark.parametrize("content", [b"", b"short", bytes(33)], ids=["empty", "short", "long"])
+def test_a_damaged_marker_key_is_a_store_error_and_a_verify_finding_never_replaced(
+    store_root: Path, content: bytes
+) -> None:
+    LocalStore(store_root).close()
+    path = store_root / "marker.key"
+    path.write_bytes(content)
+    os.chmod(path, 0o600)
+    store = LocalStore(store_root)
+    try:
+        with pytest.raises(StoreError, match="marker key") as raised:
+            store.marker_key()
+        assert "b'" not in str(raised.value)  # the bytes are never shown
+        assert [f.kind for f in store.verify()] == ["corrupt"]
+    finally:
+        store.close()
+    assert path.read_bytes() == content  # nothing replaced silently
+
+
+def test_a_symlinked_marker_key_is_refused(store_root: Path, tmp_path: Path) -> None:
+    LocalStore(store_root).close()
+    elsewhere = tmp_path / "planted.key"
+    elsewhere.write_bytes(bytes(32))
+    os.symlink(elsewhere, store_root / "marker.key")
+    store = LocalStore(store_root)
+    try:
+        with pytest.raises(StoreError, match="marker key"):
+            store.marker_key()
+    finally:
+        store.close()
+
+
+def test_verify_reports_a_marker_key_readable_by_others(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    local_store.marker_key()
+    os.chmod(store_root / "marker.key", 0o644)
+
+    assert [(f.kind, f.detail) for f in local_store.verify()] == [
+        ("permissions", "a file is not 0600")
+    ]

@@ -189,8 +189,10 @@ def test_an_offloaded_result_is_replaced_by_its_stub_and_its_exact_bytes_are_sto
     assert result.outcome is OffloadOutcome.OFFLOADED
     assert result.stub is not None
     assert result.content == result.stub.text
-    assert parse_stub(result.content) is not None
-    assert parse_stub(result.content).ref == result.ref
+    info = parse_stub(result.content, key=scoped.marker_key())
+    assert info is not None
+    assert info.ref == result.ref
+    assert parse_stub(result.content) is None  # keyless: a plain digest never verifies it
     assert len(result.content.encode()) <= Budget.BALANCED
     assert scoped.read(result.ref).raise_for_outcome() == value.encode()
     assert result.event.observed_bytes == len(value.encode())
@@ -336,8 +338,9 @@ def test_the_stub_budget_can_be_chosen_per_call(scoped: ScopedStore) -> None:
     assert light.stub.budget is Budget.LIGHT
     assert len(light.content.encode()) <= Budget.LIGHT
     assert len(default.content.encode()) <= Budget.BALANCED
-    assert parse_stub(light.content).budget is Budget.LIGHT
-    assert parse_stub(default.content).budget is Budget.BALANCED
+    key = offloader.store.marker_key()
+    assert parse_stub(light.content, key=key).budget is Budget.LIGHT
+    assert parse_stub(default.content, key=key).budget is Budget.BALANCED
     with pytest.raises(UsageError):
         offloader.offload(value, budget="huge")
 

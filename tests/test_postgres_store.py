@@ -40,7 +40,7 @@ from cargohold import (
 from cargohold.cli import ExitCode, cli
 from cargohold.cli._db import db
 from cargohold.store import open_store
-from cargohold.store._pg_migrations import LATEST
+from cargohold.store._pg_migrations import LATEST, MIGRATIONS
 from cargohold.store._postgres import PostgresStore, schema_status, upgrade_schema
 from cargohold.testing import FakeClock
 
@@ -148,6 +148,36 @@ def test_hosts_upgrading_at_once_apply_each_migration_once(
     with pg_cluster.connect(_dbname(pg_url)) as conn:  # type: ignore[attr-defined]
         versions = conn.execute("SELECT version FROM cargohold.schema_version").fetchall()
     assert [row[0] for row in versions] == list(range(1, LATEST + 1))
+
+
+def test_a_version_1_store_is_refused_until_upgraded_then_its_hosts_share_one_marker_key(
+    pg_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    with pg_cluster.connect(_dbname(pg_url)) as conn:  # type: ignore[attr-defined]
+        # What a cargohold of the first schema made: version 1 only.
+        conn.execute("CREATE SCHEMA cargohold")
+        conn.execute(
+            "CREATE TABLE cargohold.schema_version (version integer PRIMARY KEY,"
+            " description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for statement in MIGRATIONS[0].statements:
+            conn.execute(statement.format(schema="cargohold"))
+        conn.execute("INSERT INTO cargohold.schema_version VALUES (1, 'first')")
+    with pytest.raises(SchemaError):
+        PostgresStore(pg_url)
+
+    assert upgrade_schema(pg_url) == (1, LATEST)
+
+    first, second = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        ref = ScopedStore(first, ALICE).put(b"written after the upgrade").ref
+        assert first.marker_key() == second.marker_key()
+        assert len(first.marker_key()) == 32
+        assert ScopedStore(second, ALICE).read(ref).data == b"written after the upgrade"
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_schema_newer_than_this_cargohold_is_refused_and_not_downgraded(

@@ -583,7 +583,8 @@ def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[st
     assert answer.outcome in {"resolved", "over_budget"}
     if answer.ok:
         assert utf8_len(answer.content) <= budget
-        segment = parse_segment(answer.text)  # a genuine segment, its text within the budget
+        # a genuine segment (made under the store's key), its text within the budget
+        segment = parse_segment(answer.text, key=hold.store.marker_key())
         assert segment is not None
         assert segment.budget == budget
     else:

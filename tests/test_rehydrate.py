@@ -134,7 +134,7 @@ def test_a_read_of_an_artifact_the_owner_holds_resolves(
     assert result.content is not None
     assert result.segment is not None
     assert result.raise_for_outcome() == result.content
-    info = parse_segment(result.segment)
+    info = parse_segment(result.segment, key=scoped.marker_key())
     assert info is not None
     assert info.ref == ref
     assert info.budget == DEFAULT_READ_BUDGET
@@ -506,7 +506,7 @@ def test_a_grep_answer_never_exceeds_its_budget(scoped: ScopedStore, reader: Reh
         if result.ok:
             assert result.content is not None
             assert len(result.content.encode()) <= budget
-            assert parse_segment(result.segment or "") is not None
+            assert parse_segment(result.segment or "", key=scoped.marker_key()) is not None
         else:
             assert result.outcome is RehydrateOutcome.OVER_BUDGET
 

@@ -91,6 +91,10 @@ class ScopedStore:
         """
         return self._store.touch(self._scope, as_ref(ref), ttl)
 
+    def marker_key(self) -> bytes:
+        """The backend's marker key (see :meth:`~cargohold.store.StoreBackend.marker_key`)."""
+        return self._store.marker_key()
+
     def read(
         self,
         ref: Ref | str,

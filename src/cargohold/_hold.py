@@ -406,17 +406,29 @@ class Hold:
             ContextLeakError: a raw part at or above the heavy threshold.
             ContextWindowExceededError: more tokens than the model's window less the margin.
         """
+        return self.edge_guard.check(request, format=format, model=model)
+
+    @property
+    def edge_guard(self) -> Guard:
+        """The guard :meth:`guard` runs: this hold's thresholds (per tool too), margin, model
+        windows and reporter, and its store's marker key, so the stubs and segments this hold
+        made pass and forged ones do not. Give it to the client wrappers::
+
+            client = cargohold.guard_openai(openai.OpenAI(), guard=hold.edge_guard)
+        """
         if self._guard is None:
             from cargohold.guard import Guard
 
             settings = self._shared.settings
             self._guard = Guard(
                 threshold=settings.heavy_threshold,
+                tool_thresholds=settings.tool_thresholds,
                 margin=settings.window_margin,
                 windows=settings.model_windows,
                 reporter=self._reporter,
+                key=self._scoped.marker_key,  # asked when a marker is first met
             )
-        return self._guard.check(request, format=format, model=model)
+        return self._guard
 
     def warmup(self) -> None:
         """Load the tokenizer now (about a second, once per process) instead of at the first

@@ -43,6 +43,7 @@ from cargohold._facade import ScopedStore
 from cargohold._records import KiB, Sensitivity, normalize_media_type
 from cargohold._ref import Ref
 from cargohold._secrets import SecretFinding, describe_findings, find_secrets, mask_secrets
+from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import (
     DEFAULT_READ_TOOLS,
@@ -246,8 +247,11 @@ class Offloader:
             UsageError: a value that is not text, bytes or JSON-serializable; a bad media type;
                 an unknown sensitivity.
         """
-        if isinstance(value, str):
-            segment = parse_segment(value) if value.startswith("[cargohold:recovered]") else None
+        if isinstance(value, str) and value.startswith(SEGMENT_OPEN):
+            # Only a segment made for this store passes (its HMAC under the store's key): a
+            # tool that wraps raw text in a marker of its own is offloaded like any output.
+            key = self._key()
+            segment = None if key is None else parse_segment(value, key=key)
             if segment is not None:
                 return self._bypass(value, segment.ref, segment.budget, tool)
         data, media, textual = encode_value(value, media_type)
@@ -288,6 +292,7 @@ class Offloader:
                 OffloadOutcome.INLINE, Reason.BELOW_THRESHOLD, inline, None, None, event
             )
         try:
+            key = self._store.marker_key()  # read once per store; unreachable: degraded
             put = self._store.put(
                 data,
                 media_type=media,
@@ -311,6 +316,7 @@ class Offloader:
                 budget=self._budget if budget is None else Budget.parse(budget),
                 failed=failed,
                 read_tools=self._read_tools,
+                key=key,
             )
         outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
         if put.existing:
@@ -395,6 +401,14 @@ class Offloader:
         return OffloadResult(
             OffloadOutcome.REJECTED, Reason.CREDENTIAL_DETECTED, notice, None, None, event
         )
+
+    def _key(self) -> bytes | None:
+        """The store's marker key; ``None`` when the store cannot give it (no marker is then
+        trusted: the value is judged as content)."""
+        try:
+            return self._store.marker_key()
+        except StoreError:
+            return None
 
     def _bypass(self, segment: str, ref: Ref, budget: int, tool: str | None) -> OffloadResult:
         size = len(segment.encode("utf-8", "surrogatepass"))

@@ -194,7 +194,10 @@ class Rehydrator:
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
         reason = _REASONS[outcome]
-        segment = None if answer is None else render_segment(ref, span or "", answer, budget)
+        segment = None
+        if answer is not None:  # marked with the store's key: the guard and seam trust it
+            key = self._store.marker_key()
+            segment = render_segment(ref, span or "", answer, budget, key=key)
         answer_size = utf8_len(answer) if answer is not None else answer_bytes
         event = record(
             self._reporter,

@@ -1,13 +1,16 @@
 """Stubs: what a conversation carries in place of a heavy body.
 
 One renderer. A stub is plain text that starts with one stable marker line holding the canonical
-reference and ends with one closing line naming its budget and a check (the first 16 hex digits of
-the SHA-256 of everything before that line). Between them: what the thing is (tool, media type,
-size, estimated tokens, complete or truncated), a preview within the budget, and the exact names of
-the read tools the surface offers. The whole stub, in UTF-8 bytes, never exceeds its budget.
+reference and ends with one closing line naming its budget and a check of everything before that
+line: the first 16 hex digits of its HMAC-SHA256 under the store's marker key (see
+:mod:`cargohold._marks`: a tool cannot forge it), or of its plain SHA-256 when rendered without a
+key (tests and documentation; no guard trusts that). Between them: what the thing is (tool, media
+type, size, estimated tokens, complete or truncated), a preview within the budget, and the exact
+names of the read tools the surface offers. The whole stub, in UTF-8 bytes, never exceeds its
+budget.
 
-Same bytes, same metadata and same budget give the same stub, byte for byte: no clock, no
-randomness, no model call.
+Same bytes, same metadata, same budget and the same store give the same stub, byte for byte: no
+clock, no randomness, no model call.
 
 Example (abridged)::
 
@@ -29,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from cargohold._errors import UsageError
+from cargohold._marks import check_key, same, tag
 from cargohold._ref import PREFIX, Ref
 from cargohold._text import utf8_len
 from cargohold._tokens import body_tokens, family_of
@@ -155,8 +159,11 @@ class Stub:
         }
 
 
-def _check(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def _check(text: str, key: bytes | None) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    if key is None:
+        return hashlib.sha256(data).hexdigest()[:16]
+    return tag(key, b"cargohold stub", data)[:16]
 
 
 def render_stub(
@@ -169,6 +176,7 @@ def render_stub(
     budget: Budget = Budget.BALANCED,
     failed: bool = False,
     read_tools: ReadTools = DEFAULT_READ_TOOLS,
+    key: bytes | None = None,
 ) -> Stub:
     """Render the stub of stored bytes. The bytes must already be stored under ``ref``.
 
@@ -181,8 +189,11 @@ def render_stub(
         budget: The whole stub's byte budget.
         failed: The producing call failed or was cancelled: never ``compressible``.
         read_tools: The read tool names the surface offers.
+        key: The store's marker key (its ``marker_key()``): the check is then one a guard
+            holding the key trusts. Without one, a plain digest (tests, documentation).
     """
     budget = Budget.parse(budget)
+    secret = None if key is None else check_key(key)
     size = len(data)
     found = detect(data, media_type=media_type, failed=failed)
     state = "complete" if complete else "truncated by its producer"
@@ -216,7 +227,7 @@ def render_stub(
     if preview and not preview.endswith("\n"):
         preview += "\n"
     body = head + open_rule + preview + close_rule + tail
-    text = f"{body}{MARKER} end of stub | budget {budget.label} | check {_check(body)}"
+    text = f"{body}{MARKER} end of stub | budget {budget.label} | check {_check(body, secret)}"
     if utf8_len(text) > int(budget):  # the projector broke its contract: fail loudly, never leak
         raise AssertionError("stub over budget")
     return Stub(
@@ -241,13 +252,16 @@ class StubInfo:
     budget: Budget
 
 
-def parse_stub(text: str) -> StubInfo | None:
+def parse_stub(text: str, *, key: bytes | None = None) -> StubInfo | None:
     """The stub's reference and budget if ``text`` is a genuine, unedited stub, else ``None``.
 
     Genuine means: the marker line first, the closing line last, the check matching everything
     before the closing line, and the whole within the budget the closing line names. A marker
-    forged around other content, or a stub edited to carry more, fails one of these.
+    forged around other content, or a stub edited to carry more, fails one of these. With
+    ``key`` the check must be the HMAC under it (what a tool cannot forge); without, the plain
+    digest a keyless :func:`render_stub` writes.
     """
+    secret = None if key is None else check_key(key)
     if not text.startswith(MARKER + " " + PREFIX) or utf8_len(text) > Budget.MAX:
         return None
     first_end = text.find("\n")
@@ -259,7 +273,7 @@ def parse_stub(text: str) -> StubInfo | None:
     if first is None or last is None:
         return None
     budget = Budget[last.group(1).upper()]
-    if utf8_len(text) > budget or _check(text[:last_start]) != last.group(2):
+    if utf8_len(text) > budget or not same(_check(text[:last_start], secret), last.group(2)):
         return None
     return StubInfo(Ref.parse(first.group(1)), budget)
 

@@ -57,9 +57,11 @@ def guard(
 ) -> None:
     """Check REQUEST.json for raw heavy content and for the model's window.
 
-    A part at or above the heavy threshold must be a cargohold stub or a recovered segment; the
-    request's tokens must fit the model's context window less the margin. Nothing is sent and
-    nothing is changed: the guard never truncates.
+    A part at or above the heavy threshold (a tool's own from tool_thresholds, for its results)
+    must be a stub or recovered segment made by the configured store: its check must verify under
+    that store's marker key, so a marker a tool forged is raw content. The request's tokens must
+    fit the model's context window less the margin. Nothing is sent and nothing is changed: the
+    guard never truncates.
 
     \b
     Exit status: 0 the request may go, 9 raw heavy content (a context leak),
@@ -83,9 +85,11 @@ def guard(
     app = get_app()
     checker = Guard(
         threshold=threshold if threshold is not None else app.settings.heavy_threshold,
+        tool_thresholds=app.settings.tool_thresholds,
         margin=margin if margin is not None else app.settings.window_margin,
         windows=app.settings.model_windows,
         reporter=app.reporter,
+        key=lambda: app.store.marker_key(),  # the store is opened only if a marker is met
     )
     try:
         report = checker.check(request, format=request_format, model=model)
@@ -102,6 +106,8 @@ def guard(
                             "size": f.size,
                             "tool": f.tool,
                             "where": f.where,
+                            "forged": f.forged,
+                            "threshold": f.threshold,
                         }
                         for f in exc.findings
                     ],

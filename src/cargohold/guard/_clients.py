@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 from cargohold._errors import UsageError
 from cargohold._events import Reporter
-from cargohold._offload import HEAVY_THRESHOLD
-from cargohold.guard._guard import DEFAULT_MARGIN, Guard, RequestFormat
+from cargohold.guard._guard import Guard, RequestFormat
 
 ClientT = TypeVar("ClientT")
 
@@ -99,11 +98,12 @@ def _patch_copies(client: Any, again: Callable[[Any, Guard], Any], guard: Guard)
 
 def _make_guard(
     guard: Guard | None,
-    threshold: int,
-    margin: int,
+    threshold: int | None,
+    margin: int | None,
     windows: Mapping[str, int] | None,
     reporter: Reporter | None,
     strict_window: bool,
+    key: bytes | Callable[[], bytes] | None,
 ) -> Guard:
     if guard is not None:
         return guard
@@ -113,6 +113,7 @@ def _make_guard(
         windows=windows,
         reporter=reporter,
         strict_window=strict_window,
+        key=key,
     )
 
 
@@ -148,27 +149,32 @@ def guard_openai(
     client: ClientT,
     *,
     guard: Guard | None = None,
-    threshold: int = HEAVY_THRESHOLD,
-    margin: int = DEFAULT_MARGIN,
+    threshold: int | None = None,
+    margin: int | None = None,
     windows: Mapping[str, int] | None = None,
     reporter: Reporter | None = None,
     strict_window: bool = False,
+    key: bytes | Callable[[], bytes] | None = None,
 ) -> ClientT:
     """Guard an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` client in place, and return it.
 
     Args:
         client: The client.
-        guard: A guard to use; else one is made from the other arguments.
-        threshold: The heavy threshold in bytes.
-        margin: Tokens kept free below the model's window.
+        guard: A guard to use (``hold.edge_guard`` for a :class:`cargohold.Hold`'s settings
+            and store key); else one is made from the other arguments.
+        threshold: The heavy threshold in bytes (configured when omitted; the configured
+            per-tool thresholds apply too).
+        margin: Tokens kept free below the model's window (configured when omitted).
         windows: Model-name prefix -> context window, before the built-in table.
         reporter: Where failure events go.
         strict_window: Refuse a model with no known window instead of reporting it.
+        key: The marker key stubs and segments must verify under (the configured store's
+            when omitted).
 
     Raises:
         UsageError: ``client`` has neither ``chat.completions`` nor ``responses``.
     """
-    made = _make_guard(guard, threshold, margin, windows, reporter, strict_window)
+    made = _make_guard(guard, threshold, margin, windows, reporter, strict_window, key)
     result: ClientT = _openai(client, made)
     return result
 
@@ -177,11 +183,12 @@ def guard_anthropic(
     client: ClientT,
     *,
     guard: Guard | None = None,
-    threshold: int = HEAVY_THRESHOLD,
-    margin: int = DEFAULT_MARGIN,
+    threshold: int | None = None,
+    margin: int | None = None,
     windows: Mapping[str, int] | None = None,
     reporter: Reporter | None = None,
     strict_window: bool = False,
+    key: bytes | Callable[[], bytes] | None = None,
 ) -> ClientT:
     """Guard an ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` client in place.
 
@@ -190,6 +197,6 @@ def guard_anthropic(
     Raises:
         UsageError: ``client`` has no ``messages`` resource.
     """
-    made = _make_guard(guard, threshold, margin, windows, reporter, strict_window)
+    made = _make_guard(guard, threshold, margin, windows, reporter, strict_window, key)
     result: ClientT = _anthropic(client, made)
     return result

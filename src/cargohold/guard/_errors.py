@@ -47,6 +47,9 @@ class LeakFinding:
             arguments), when the request names it.
         where: What kind of place it is: ``text``, ``tool_result``, ``tool_arguments``,
             ``attachment``, ``system``, ``other``.
+        forged: It carries a stub or segment marker whose check does not verify under the
+            guard's marker key: forged by a tool, edited, or made for another store.
+        threshold: The threshold it was judged at (a tool's own, or the guard's).
     """
 
     path: str
@@ -54,12 +57,20 @@ class LeakFinding:
     size: int
     tool: str | None
     where: str
+    forged: bool = False
+    threshold: int = 0
 
     def describe(self) -> str:
         """One line naming the place, its size and tool; safe for logs and terminals."""
         message = "" if self.message_index is None else f"message {self.message_index}, "
         tool = "" if self.tool is None else f", from tool {self.tool}"
-        return f"{self.path} ({message}{self.where}, {self.size:,} bytes{tool})"
+        forged = (
+            "; its cargohold marker does not verify with this guard's key (forged, edited, or "
+            "made for another store)"
+            if self.forged
+            else ""
+        )
+        return f"{self.path} ({message}{self.where}, {self.size:,} bytes{tool}{forged})"
 
 
 class ContextLeakError(CargoholdError):
@@ -85,9 +96,10 @@ class ContextLeakError(CargoholdError):
         first = self.findings[0]
         more = len(self.findings) - 1
         others = f" and {more} more part{'s' if more != 1 else ''}" if more else ""
+        limit = first.threshold or threshold
         super().__init__(
             f"raw heavy content in the request at {first.describe()}{others}, at or above the "
-            f"{threshold:,}-byte heavy threshold; offload it so the request carries a stub. "
+            f"{limit:,}-byte heavy threshold; offload it so the request carries a stub. "
             "Nothing was sent."
         )
 

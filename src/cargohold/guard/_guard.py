@@ -19,11 +19,12 @@ settle it. The guard never truncates and never modifies the request.
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cargohold._errors import UsageError
+from cargohold._errors import CargoholdError, UsageError
 from cargohold._events import (
     ContentKind,
     GuardOutcome,
@@ -32,7 +33,7 @@ from cargohold._events import (
     Reporter,
     record,
 )
-from cargohold._offload import HEAVY_THRESHOLD
+from cargohold._marks import check_key
 from cargohold._tokens import Family, count_tokens, estimate_tokens
 from cargohold.guard._errors import (
     ContextLeakError,
@@ -148,8 +149,18 @@ def _positive(name: str, value: int, *, zero: bool = False) -> int:
 class Guard:
     """Checks whole requests before they go to a model.
 
+    What is not given is configured, as the offloader's settings are (``heavy_threshold``,
+    ``tool_thresholds``, ``window_margin``, ``model_windows``; see the README), so the guard
+    judges a tool's result at the very threshold the offloader applied to it.
+
+    Stubs and recovered segments pass only when their check verifies under the store's marker
+    key (an HMAC a tool cannot compute; see ``docs/guard.md``). The key is asked for only when a
+    heavy part carries a marker: from ``key``, or else from the configured store.
+
     Args:
         threshold: The heavy threshold in bytes (at or above: must be a stub or segment).
+        tool_thresholds: Tool name -> its own threshold, for the results of that tool (the
+            request names the tool of each result through its call).
         margin: Tokens kept free below the model's window.
         windows: Model-name prefix -> context window, consulted before the built-in table.
         reporter: Where the guard's failure events go; ``None`` reports nothing.
@@ -158,6 +169,11 @@ class Guard:
         strict_window: Refuse a request whose model has no known window (or that names no
             model) with :class:`ContextWindowUnknownError`, instead of reporting an
             ``llm.context_window_unchecked`` event and letting it go.
+        key: The marker key of the store whose stubs and segments the requests carry (its
+            ``marker_key()``), or a callable returning it (called once, when a marker is first
+            met: :attr:`cargohold.Hold.edge_guard` passes its store's). ``None``: the
+            configured store's, read once when first needed. A key that cannot be had trusts
+            no marker.
 
     Example::
 
@@ -168,15 +184,37 @@ class Guard:
     def __init__(
         self,
         *,
-        threshold: int = HEAVY_THRESHOLD,
-        margin: int = DEFAULT_MARGIN,
+        threshold: int | None = None,
+        tool_thresholds: Mapping[str, int] | None = None,
+        margin: int | None = None,
         windows: Mapping[str, int] | None = None,
         reporter: Reporter | None = None,
         estimate_band: tuple[float, float] = ESTIMATE_BAND,
         strict_window: bool = False,
+        key: bytes | Callable[[], bytes] | None = None,
     ) -> None:
+        if threshold is None or tool_thresholds is None or margin is None or windows is None:
+            from cargohold._config import load_settings  # what was not given is configured
+
+            settings = load_settings()
+            threshold = settings.heavy_threshold if threshold is None else threshold
+            if tool_thresholds is None:
+                tool_thresholds = settings.tool_thresholds
+            margin = settings.window_margin if margin is None else margin
+            windows = settings.model_windows if windows is None else windows
         self._threshold = _positive("threshold", threshold)
+        self._tool_thresholds = {
+            _tool(name): _positive("a tool threshold", value)
+            for name, value in tool_thresholds.items()
+        }
         self._margin = _positive("margin", margin, zero=True)
+        self._key: bytes | None = None
+        self._key_source: Callable[[], bytes | None] = _configured_key
+        if callable(key):
+            self._key_source = _guarded(key)
+        elif key is not None:
+            self._key = check_key(key)
+        self._key_lock = threading.Lock()
         self._windows = dict(windows or {})
         for value in self._windows.values():
             _positive("a context window", value)
@@ -188,7 +226,7 @@ class Guard:
         self._strict = bool(strict_window)
         self._known: dict[str, int | None] = {}
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # never the key
         strict = ", strict_window=True" if self._strict else ""
         return f"Guard(threshold={self._threshold}, margin={self._margin}{strict})"
 
@@ -196,6 +234,26 @@ class Guard:
     def threshold(self) -> int:
         """The heavy threshold in bytes."""
         return self._threshold
+
+    @property
+    def tool_thresholds(self) -> dict[str, int]:
+        """The per-tool thresholds (a copy)."""
+        return dict(self._tool_thresholds)
+
+    def threshold_for(self, tool: str | None) -> int:
+        """The threshold ``tool``'s results are judged at."""
+        if tool is not None and tool in self._tool_thresholds:
+            return self._tool_thresholds[tool]
+        return self._threshold
+
+    def _marker_key(self) -> bytes | None:
+        """The key markers must verify under; the configured store's when none was given.
+        ``None`` when it cannot be had (then no marker passes: fail closed)."""
+        if self._key is None:
+            with self._key_lock:
+                if self._key is None:
+                    self._key = self._key_source()
+        return self._key
 
     @property
     def strict_window(self) -> bool:
@@ -247,7 +305,12 @@ class Guard:
             raise UsageError(f"an {fmt.value} request is a mapping of the create call's arguments")
         if isinstance(request, Iterator):
             raise UsageError("a request is a list of messages, not a one-shot iterator")
-        walker = Walker(self._threshold, root=request)
+        walker = Walker(
+            self._threshold,
+            root=request,
+            tool_thresholds=self._tool_thresholds,
+            key=self._marker_key,
+        )
         walk(walker, request)
         estimated = _estimate(walker)
         if walker.findings:
@@ -259,7 +322,7 @@ class Guard:
                 _KINDS.get(first.where, ContentKind.REQUEST),
                 Reason.RAW_HEAVY_CONTENT,
                 observed_bytes=first.size,
-                limit_bytes=self._threshold,
+                limit_bytes=first.threshold or self._threshold,
                 ref=None,
                 tool=first.tool,
                 estimated_tokens=estimated,
@@ -346,7 +409,7 @@ class Guard:
         self, walk: Callable[[Walker, Any], None], request: Any, first: Walker
     ) -> int | None:
         texts: list[str] = []
-        walk(Walker(self._threshold, collect=texts, root=request), request)
+        walk(Walker(self._threshold, collect=texts, root=request), request)  # counts only
         total = 0
         for text in texts:
             counted = count_tokens(text)
@@ -356,6 +419,40 @@ class Guard:
         # bytes, path and file payloads have no text to count: their base64, estimated
         payloads = estimate_tokens(first.payload_bytes, Family.BASE64)
         return total + payloads + first.images * IMAGE_TOKENS + first.messages * MESSAGE_TOKENS
+
+
+def _tool(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise UsageError("tool_thresholds maps tool names to thresholds")
+    return name
+
+
+def _guarded(source: Callable[[], bytes]) -> Callable[[], bytes | None]:
+    def key() -> bytes | None:
+        try:
+            return check_key(source())
+        except CargoholdError:  # the store could not give it: no marker is trusted
+            return None
+
+    return key
+
+
+def _configured_key() -> bytes | None:
+    """The configured store's marker key, or ``None`` when the store cannot give it."""
+    from cargohold._config import load_settings
+    from cargohold.store import open_store
+
+    settings = load_settings()
+    try:
+        store = open_store(settings.store or "", limits=settings.limits)
+    except CargoholdError:
+        return None
+    try:
+        return store.marker_key()
+    except CargoholdError:
+        return None
+    finally:
+        store.close()
 
 
 def _format(value: RequestFormat | str) -> RequestFormat:
@@ -381,18 +478,22 @@ def check_request(
     *,
     format: RequestFormat | str,
     model: str | None = None,
-    threshold: int = HEAVY_THRESHOLD,
-    margin: int = DEFAULT_MARGIN,
+    threshold: int | None = None,
+    tool_thresholds: Mapping[str, int] | None = None,
+    margin: int | None = None,
     windows: Mapping[str, int] | None = None,
     reporter: Reporter | None = None,
     strict_window: bool = False,
+    key: bytes | Callable[[], bytes] | None = None,
 ) -> GuardReport:
     """:meth:`Guard.check` with a guard made for this one call."""
     guard = Guard(
         threshold=threshold,
+        tool_thresholds=tool_thresholds,
         margin=margin,
         windows=windows,
         reporter=reporter,
         strict_window=strict_window,
+        key=key,
     )
     return guard.check(request, format=format, model=model)

@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Mapping, MappingView, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView, Sequence, Set
 from typing import Any, cast
 
 from cargohold._errors import UsageError
@@ -122,12 +122,27 @@ def _describe_key(key: object, mapping: Mapping[Any, Any] | None) -> str:
     return f"<key{position}: {type(key).__name__}>"
 
 
-def genuine(text: str) -> bool:
-    """Whether ``text`` is a genuine stub or a genuine recovered segment (checks both digests)."""
+KeySource = Callable[[], "bytes | None"]
+"""Gives the marker key the guard checks with, when a marker is first met (``None``: none
+could be had, and no marker is trusted)."""
+
+
+def marked(text: str) -> bool:
+    """Whether ``text`` starts like a stub or a recovered segment (genuine or not)."""
+    return text.startswith(_STUB_START) or text.startswith(SEGMENT_OPEN)
+
+
+def genuine(text: str, key: bytes | None) -> bool:
+    """Whether ``text`` is a stub or recovered segment made under ``key`` (its HMAC matches).
+
+    No key, no trust: without one, nothing is genuine (a plain digest anyone can compute).
+    """
+    if key is None:
+        return False
     if text.startswith(_STUB_START):
-        return parse_stub(text) is not None
+        return parse_stub(text, key=key) is not None
     if text.startswith(SEGMENT_OPEN):
-        return parse_segment(text) is not None
+        return parse_segment(text, key=key) is not None
     return False
 
 
@@ -237,13 +252,19 @@ class Walker:
         collect: A list to append every countable leaf string to (for the real tokenizer), or
             ``None`` for the fast pass.
         root: The request walked, to find a described key's position again for a finding.
+        tool_thresholds: Per-tool thresholds for the results of the tools they name (the
+            offloader's, so a result it kept inline is not a leak here).
+        key: Gives the marker key stubs and segments must verify under, asked only when a
+            heavy leaf carries a marker.
     """
 
     __slots__ = (
         "b64_bytes",
+        "base",
         "calls",
         "collect",
         "findings",
+        "floor",
         "group",
         "group_all",
         "group_hit",
@@ -251,19 +272,34 @@ class Walker:
         "images",
         "index",
         "json_bytes",
+        "key_source",
+        "keyed",
         "messages",
         "payload_bytes",
         "root",
         "text_bytes",
         "threshold",
         "tool",
+        "tool_thresholds",
         "where",
     )
 
     def __init__(
-        self, threshold: int, collect: list[str] | None = None, *, root: object = None
+        self,
+        threshold: int,
+        collect: list[str] | None = None,
+        *,
+        root: object = None,
+        tool_thresholds: Mapping[str, int] | None = None,
+        key: KeySource | None = None,
     ) -> None:
         self.threshold = threshold
+        self.base = threshold
+        self.tool_thresholds = dict(tool_thresholds or {})
+        # What the fast paths compare with: below every threshold that may apply.
+        self.floor = min([threshold, *self.tool_thresholds.values()])
+        self.key_source = key
+        self.keyed: tuple[bytes | None] | None = None
         self.collect = collect
         self.root = root
         self.text_bytes = 0
@@ -317,14 +353,23 @@ class Walker:
 
     def judge(self, text: str, size: int, node: Node, where: str) -> None:
         """A leaf at or above the threshold: a finding unless a genuine stub or segment."""
-        if not genuine(text):
-            self.find(node, size, where)
+        if not self.genuine(text):
+            self.find(node, size, where, forged=marked(text))
             self.group_hit = True
 
-    def find(self, node: Node, size: int, where: str) -> None:
-        """Record a finding at ``node``."""
+    def genuine(self, text: str) -> bool:
+        """Whether ``text`` is a stub or segment made under the guard's key."""
+        if not marked(text):
+            return False
+        if self.keyed is None:  # the key is asked for once per pass, at the first marker
+            self.keyed = (None if self.key_source is None else self.key_source(),)
+        return genuine(text, self.keyed[0])
+
+    def find(self, node: Node, size: int, where: str, *, forged: bool = False) -> None:
+        """Record a finding at ``node`` (``forged``: it carries a marker that did not verify)."""
         path = render_path(node, self.root)
-        self.findings.append(LeakFinding(path, self.index, size, self.tool, where))
+        finding = LeakFinding(path, self.index, size, self.tool, where, forged, self.threshold)
+        self.findings.append(finding)
 
     def payload(self, value: object, node: Node, family: int) -> None:
         """Measure bytes, a path or a file the SDK will base64-encode, as that encoding."""
@@ -458,7 +503,7 @@ class Walker:
         size = sum(n for _, n in leaves) if total is None else total
         if size < self.threshold:
             return
-        raw = size - sum(n for text, n in leaves if genuine(text))
+        raw = size - sum(n for text, n in leaves if self.genuine(text))
         if raw >= self.threshold:
             self.find(node, raw, self.where)
             self.group_hit = True
@@ -471,13 +516,16 @@ class Walker:
         self.end_group(node, outer)
 
     def tool_result(self, value: object, node: Node, tool: str | None) -> None:
-        """Walk one tool result (any shape) as a group attributed to ``tool``."""
-        saved = (self.tool, self.where)
+        """Walk one tool result (any shape) as a group attributed to ``tool``, judged at the
+        tool's own threshold when it has one."""
+        saved = (self.tool, self.where, self.threshold)
         self.tool, self.where = tool, "tool_result"
+        if tool is not None:
+            self.threshold = self.tool_thresholds.get(tool, self.base)
         outer = self.begin_group()
         self.any(value, node, TEXT)
         self.end_group(node, outer)
-        self.tool, self.where = saved
+        self.tool, self.where, self.threshold = saved
 
     def tool_input(self, value: object, node: Node, tool: str | None) -> None:
         """Walk a tool call's input: a JSON string is a leaf, an object is measured as JSON."""
@@ -553,7 +601,8 @@ def _chat_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
     # tally; anything else (a heavy or data-URL string, a long key, parts, tool calls) goes to a
     # helper. A key is checked by its len() alone, the cheapest test there is: a key that is
     # not a string (no chat message has one) raises TypeError, made a UsageError by the caller.
-    threshold = walker.threshold
+    # The floor: a tool result under its own (lower) threshold must reach the helper.
+    threshold = walker.floor
     collect = walker.collect
     text_bytes = 0
     walker.messages += len(messages)
@@ -695,7 +744,7 @@ def _chat_parts(walker: Walker, parts: list[Any], node: Node) -> None:
         for key, value in part.items()
         if key != "type" and type(value) is str
     ]
-    raw = size - sum(n for text, n in [*inline, *leaves] if genuine(text))
+    raw = size - sum(n for text, n in [*inline, *leaves] if walker.genuine(text))
     if raw >= threshold:
         walker.find(node, raw, walker.where)
 

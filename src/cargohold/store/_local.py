@@ -3,6 +3,7 @@
 Layout under the managed root (directories 0700, files 0600)::
 
     index.sqlite3                       the index (WAL); its rows decide what is visible
+    marker.key                          the store's marker key (32 random bytes; see _marks)
     staging/                            private, uniquely named files of writes in progress
     objects/<tenant key>/<ab>/<cd...>   one file per distinct blob of a tenant, named by digest
 
@@ -50,6 +51,7 @@ from cargohold._errors import (
     StoreUnavailableError,
     UsageError,
 )
+from cargohold._marks import KEY_BYTES, new_key
 from cargohold._records import (
     CHUNK_SIZE,
     ArtifactRecord,
@@ -88,6 +90,7 @@ _PROBE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 _HEX = frozenset("0123456789abcdef")
 _INDEX_FILES = ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm")
+_KEY_FILE = "marker.key"
 _PROC_FD = "/proc/self/fd/"
 _HAS_O_PATH = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
 """Linux: check a blob's directory by the path the kernel resolved, not by walking it."""
@@ -250,6 +253,7 @@ class LocalStore:
                 index, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._closed = False
+            self._marker_key: bytes | None = None
             self._enable_wal(busy_timeout)
             self._index.execute("PRAGMA synchronous=NORMAL")
             self._index.execute("PRAGMA foreign_keys=ON")
@@ -832,7 +836,11 @@ class LocalStore:
                     findings.append(Finding("staging", None, "a staged file of a write that died"))
                 elif state == "unknown":
                     findings.append(Finding("unknown", None, "an entry the store did not make"))
-        for name in ("", "staging", *_INDEX_FILES):  # objects: checked by the walk
+        try:
+            _read_key(os.path.join(self._root, _KEY_FILE))
+        except StoreError:
+            findings.append(Finding("corrupt", None, "the marker key file is damaged"))
+        for name in ("", "staging", _KEY_FILE, *_INDEX_FILES):  # objects: checked by the walk
             with contextlib.suppress(FileNotFoundError):
                 finding = _mode_finding(os.lstat(os.path.join(self._root, name)))
                 if finding is not None:
@@ -914,6 +922,39 @@ class LocalStore:
             ).fetchall()
         return not any(tenant_key(tenant) == key for (tenant,) in tenants)
 
+    def marker_key(self) -> bytes:
+        """The store's marker key, from ``marker.key`` (0600) under the root; made on first use.
+
+        Made whole or not at all: the bytes are written and synced to a staged file that is then
+        hard-linked into place (``link`` fails if the name exists), so a concurrent opener reads
+        either no key file or a complete one, and two first users agree on the winner's key.
+
+        Raises:
+            StoreError: the key file is not a plain file of exactly 32 bytes (damaged: the store
+                cannot vouch for the markers it made; nothing is replaced silently).
+        """
+        if self._marker_key is None:
+            with _translated():
+                path = os.path.join(self._root, _KEY_FILE)
+                key = _read_key(path)
+                if key is None:
+                    staged, fd = self._create_staged()
+                    try:
+                        os.write(fd, new_key())
+                        os.fsync(fd)
+                        with contextlib.suppress(FileExistsError):
+                            os.link(staged, path, follow_symlinks=False)
+                            _fsync_dir(self._root)
+                    finally:
+                        os.close(fd)
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(staged)
+                    key = _read_key(path)
+                if key is None:
+                    raise StoreError("the store's marker key file vanished while it was read")
+                self._marker_key = key
+        return self._marker_key
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:
@@ -964,6 +1005,28 @@ def _read_exact(fd: int, offset: int, length: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+
+
+def _read_key(path: str) -> bytes | None:
+    """The marker key at ``path``; ``None`` when there is none yet."""
+    try:
+        fd = os.open(path, _PROBE_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a symlink (ELOOP) or unreadable
+        raise StoreError("the store's marker key file is not a plain file it can read") from exc
+    try:
+        info = os.fstat(fd)
+        data = os.read(fd, KEY_BYTES + 1) if stat.S_ISREG(info.st_mode) else b""
+    finally:
+        os.close(fd)
+    if len(data) != KEY_BYTES:
+        raise StoreError(
+            "the store's marker key file is damaged (not a plain file of 32 bytes); restore "
+            "it from a backup, or remove it to make a new key (stubs and segments already "
+            "handed out will then no longer pass the guard)"
+        )
+    return data
 
 
 def _mode_finding(info: os.stat_result, digest: str | None = None) -> Finding | None:

@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from cargohold._marks import check_key, new_key
 from cargohold._records import (
     ArtifactRecord,
     Finding,
@@ -46,14 +47,27 @@ class MemoryStore:
     Bytes are kept per tenant and deduplicated within it; every read is verified against the
     recorded digests exactly as the local backend's are, so a test that corrupts a blob (see
     :meth:`corrupt_for_tests`) sees ``stale``.
+
+    Args:
+        limits: Size, quota and TTL limits.
+        clock: Seconds since the epoch (injected in tests).
+        marker_key: The 32-byte marker key its stubs and segments are bound to; random when
+            omitted (give one to share it with a guard in another place, as tests do).
     """
 
-    def __init__(self, *, limits: Limits | None = None, clock: Clock = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        clock: Clock = time.time,
+        marker_key: bytes | None = None,
+    ) -> None:
         self.limits = limits or Limits()
         self._clock = clock
         self._lock = threading.RLock()
         self._artifacts: dict[_ArtifactKey, ArtifactRecord] = {}
         self._blobs: dict[_BlobKey, _Blob] = {}
+        self._marker_key = new_key() if marker_key is None else check_key(marker_key)
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -221,6 +235,11 @@ class MemoryStore:
                 if (key[0], key[3]) not in self._blobs:
                     findings.append(Finding("missing_blob", key[3], "a record has no bytes"))
             return findings
+
+    def marker_key(self) -> bytes:
+        """This instance's marker key: the one it was given, else random and gone with the
+        instance (as its bytes are)."""
+        return self._marker_key
 
     def close(self) -> None:
         """Nothing to release; the contents live until the object is dropped."""

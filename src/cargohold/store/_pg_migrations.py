@@ -86,6 +86,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO {schema}.stats (id, objects, bytes) VALUES (1, 0, 0)",
         ),
     ),
+    Migration(
+        2,
+        "the store's marker key (binds the stubs and segments it renders)",
+        (
+            # One row, written by the first host that needs the key (its random bytes come
+            # from the client, not from a database extension); every host reads the same one.
+            """CREATE TABLE {schema}.marker_key (
+                id integer PRIMARY KEY CHECK (id = 1),
+                key bytea NOT NULL CHECK (octet_length(key) = 32)
+            )""",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -68,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "the PostgreSQL backend needs psycopg: pip install 'cargohold[postgres]'"
     ) from exc
 
+from cargohold._marks import KEY_BYTES, new_key
 from cargohold._records import (
     CHUNK_SIZE,
     ArtifactRecord,
@@ -197,6 +198,10 @@ _SQL_TEMPLATES = {
     " classification = excluded.classification, task = excluded.task,"
     " worker = excluded.worker, agent = excluded.agent",
     "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
+    # Insert-if-absent then read, in one statement: the first writer's key wins for everyone.
+    "marker_key": "WITH made AS (INSERT INTO {s}.marker_key (id, key) VALUES (1, %(key)s)"
+    " ON CONFLICT (id) DO NOTHING RETURNING key)"
+    " SELECT key FROM made UNION ALL SELECT key FROM {s}.marker_key WHERE id = 1",
     "count_blob": "UPDATE {s}.stats SET objects = objects + 1, bytes = bytes + %(size)s"
     " WHERE id = 1 RETURNING objects, bytes",
     "expired_blobs": "SELECT DISTINCT tenant, digest FROM {s}.artifacts"
@@ -342,6 +347,7 @@ class PostgresStore:
         self._sql = _Sql(schema)
         self._retries = retries
         self._closed = True
+        self._marker_key: bytes | None = None
         try:
             psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -726,6 +732,31 @@ class PostgresStore:
             return findings
 
         return self._call(op, idempotent=True)
+
+    def marker_key(self) -> bytes:
+        """The store's marker key, from its ``marker_key`` table; made by the first host that
+        needs it, then the same for all (read once per instance).
+
+        Raises:
+            StoreError: the row holds something other than 32 bytes.
+        """
+        if self._marker_key is None:
+
+            def op(conn: _Conn) -> bytes:
+                # A first host committing its key while this statement ran: its snapshot sees
+                # neither its own insert (it did nothing) nor the other's row; the next does.
+                for _ in range(3):
+                    row = conn.execute(self._sql.marker_key, {"key": new_key()}).fetchone()
+                    if row is not None:
+                        return bytes(row[0])
+                return b""
+
+            # Retried after a lost connection: inserting only when absent is idempotent.
+            key = self._call(op, idempotent=True)
+            if len(key) != KEY_BYTES:
+                raise StoreError("the store's marker key row is damaged (not 32 bytes)")
+            self._marker_key = key
+        return self._marker_key
 
     def close(self) -> None:
         if self._closed:

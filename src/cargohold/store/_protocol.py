@@ -116,6 +116,16 @@ class StoreBackend(Protocol):
         """Check every blob against its digest and report what is wrong. Deletes nothing."""
         ...
 
+    def marker_key(self) -> bytes:
+        """The store's marker key: 32 secret bytes that bind the stubs and recovered segments
+        cargohold renders for this store, so that a tool cannot forge one (see
+        :mod:`cargohold._marks`).
+
+        Created on first use and the same for every process that opens this store afterwards;
+        never logged or shown.
+        """
+        ...
+
     def close(self) -> None:
         """Release connections and file handles. Idempotent."""
         ...

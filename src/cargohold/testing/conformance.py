@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import math
 import random
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -729,6 +730,56 @@ def test_a_touched_artifact_survives_gc_and_outlives_its_handle_when_durable(
     again = store_case.reopen(store)
     if again is not None:
         assert ScopedStore(again, ALICE).stat(put.ref).record == touched
+
+
+def test_the_marker_key_is_32_secret_bytes_stable_for_the_store_and_its_own(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    before = (store.store_usage(), store.artifacts(ALICE))
+
+    key = store.marker_key()
+
+    assert isinstance(key, bytes)
+    assert len(key) == 32
+    assert store.marker_key() == key
+    assert (store.store_usage(), store.artifacts(ALICE)) == before  # it stores no artifact
+    assert key.hex() not in repr(store)
+    assert store_case.open().marker_key() != key  # another store, another key
+    again = store_case.reopen(store)
+    if again is not None:
+        assert again.marker_key() == key  # every process that opens the store shares it
+
+
+def test_first_users_of_a_store_racing_for_its_marker_key_agree_on_one(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    handles = [store]
+    for _ in range(3):
+        again = store_case.reopen(store)
+        if again is not None:
+            handles.append(again)
+    barrier = threading.Barrier(8)
+    keys: list[bytes] = []
+    lock = threading.Lock()
+
+    def first_use(handle: StoreBackend) -> None:
+        barrier.wait()
+        key = handle.marker_key()
+        with lock:
+            keys.append(key)
+
+    threads = [
+        threading.Thread(target=first_use, args=(handles[n % len(handles)],)) for n in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(keys) == 8
+    assert len(set(keys)) == 1
 
 
 def test_a_touch_changes_no_usage(store_case: StoreCase) -> None:
