@@ -6,7 +6,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+# The npm MCP servers the MCP tests run against (tests/test_mcp_npm.py), pinned, installed once
+# per version into the user's cache (kept between runs and checkouts; npm's own cache helps the
+# first). Without npm the target says so and those tests skip; under CI=true they fail instead.
+MCP_NPM_VERSION := 2026.8.31
+MCP_SERVERS_PREFIX ?= $(HOME)/.cache/cargohold-test/mcp-npm-$(MCP_NPM_VERSION)
+export MCP_SERVERS_PREFIX
+MCP_STAMP := $(MCP_SERVERS_PREFIX)/.installed
+
+.PHONY: demo test lint typecheck pytest bench clean mcp-servers
 
 # The first run takes about half a minute: say so, and let pip show what it collects and its
 # progress bars for the main install (creating the venv and upgrading pip stay quiet).
@@ -31,8 +39,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) mcp-servers
 	$(BIN)/python -m pytest
+
+mcp-servers: $(MCP_STAMP)
+
+$(MCP_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "cargohold: installing the npm MCP servers the tests use (first run only)"; \
+		npm install --prefix "$(MCP_SERVERS_PREFIX)" --no-audit --no-fund --loglevel=error \
+			@modelcontextprotocol/server-filesystem@$(MCP_NPM_VERSION) \
+			@modelcontextprotocol/server-everything@$(MCP_NPM_VERSION) \
+		&& touch "$@" \
+		|| echo "cargohold: npm install failed: the npm MCP server tests will skip (fail under CI)"; \
+	else \
+		echo "cargohold: npm not found: the npm MCP server tests will skip (fail under CI)"; \
+	fi
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -21,6 +21,7 @@ from bench.credentials import SECTIONS as SECRETS_SECTIONS
 from bench.decisions import SECTIONS as DECISION_SECTIONS
 from bench.front_door import SECTIONS as FRONT_DOOR_SECTIONS
 from bench.grep import SECTIONS as GREP_SECTIONS
+from bench.mcp_proxy import SECTIONS as MCP_SECTIONS
 from bench.store import SECTIONS as STORE_SECTIONS
 from bench.store import Config
 
@@ -31,6 +32,7 @@ SECTIONS = {
     **CLI_SECTIONS,
     **FRONT_DOOR_SECTIONS,
     **GREP_SECTIONS,
+    **MCP_SECTIONS,
 }
 
 

@@ -16,6 +16,14 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     sliding_ttl = false    (true: each resolved read extends the life)  CARGOHOLD_SLIDING_TTL
     secrets_policy = { fetch_logs = "mask" }   (per tool: "reject" | "mask")
                                                               CARGOHOLD_SECRETS_POLICY
+    attachment_disposition = "ref"   (ref | inline | provider_native | tool:<name>)
+                                                        CARGOHOLD_ATTACHMENT_DISPOSITION
+    tool_dispositions = { screenshot = "inline" }   (per tool, over the default)
+                                                             CARGOHOLD_TOOL_DISPOSITIONS
+    ref_arguments = ["update_page"]   (MCP proxy: tools that accept artifact:// arguments)
+                                                                 CARGOHOLD_REF_ARGUMENTS
+    upstream_timeout = 60   (MCP proxy: seconds an upstream request may take)
+                                                              CARGOHOLD_UPSTREAM_TIMEOUT
 """
 
 from __future__ import annotations
@@ -163,6 +171,46 @@ def _policies(value: object) -> dict[str, str]:
     return checked
 
 
+DISPOSITIONS = ("ref", "inline", "provider_native")
+"""The attachment dispositions besides ``tool:<name>`` (see :mod:`cargohold.guard`)."""
+
+
+def _disposition(value: object) -> str:
+    # Checked here by shape only: cargohold.guard (which owns the Disposition type) is not
+    # imported at configuration time; Disposition.parse re-checks the tool name where it is used.
+    if isinstance(value, str):
+        text = value.strip()
+        if text in DISPOSITIONS or (text.startswith("tool:") and len(text) > 5):
+            return text
+    raise ValueError("must be ref, inline, provider_native or tool:<name>")
+
+
+def _dispositions(value: object) -> dict[str, str]:
+    """A mapping of tool names to a disposition (``tool_dispositions``)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("must be a table of tool = disposition")
+    checked: dict[str, str] = {}
+    for name, disposition in value.items():
+        if not isinstance(name, str):
+            raise ValueError("must be a table of tool = disposition")
+        try:
+            checked[name] = _disposition(disposition)
+        except ValueError as exc:
+            raise _EntryError(name, str(exc)) from None
+    return checked
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A list of tool names (``ref_arguments``); from the environment, comma-separated."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(name, str) and name for name in value
+    ):
+        raise ValueError("must be a list of tool names")
+    return tuple(value)
+
+
 _Check = Callable[[object], Any]
 _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "store": (_text, None),
@@ -185,11 +233,15 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "window_margin": (_not_negative, 4096),
     "model_windows": (_sizes, {}),
     "secrets_policy": (_policies, {}),
+    "attachment_disposition": (_disposition, "ref"),
+    "tool_dispositions": (_dispositions, {}),
+    "ref_arguments": (_names, ()),
+    "upstream_timeout": (_positive(_number), 60.0),
 }
 """Every configuration key: its check (which also converts environment text) and its default.
 
 Checked by hand rather than by a pydantic model: importing pydantic cost every CLI command that
-opens the store ~60 ms of its ~200 ms start-up, for eighteen flat keys.
+opens the store ~60 ms of its ~200 ms start-up, for two dozen flat keys.
 """
 _KEYS = tuple(_SCHEMA)
 
@@ -236,6 +288,13 @@ class Settings:
         model_windows: Context windows by model name prefix, over the guard's built-in table.
         secrets_policy: Per-tool handling of results that hold a credential: ``reject`` (the
             default for every tool) or ``mask`` (stored as restricted, the stub masks them).
+        attachment_disposition: How images, audio and blobs in tool results reach the model
+            by default: ``ref`` (stored, a stub in their place), ``inline``,
+            ``provider_native`` or ``tool:<name>``.
+        tool_dispositions: Per-tool dispositions, over ``attachment_disposition``.
+        ref_arguments: Tools (of an MCP proxy's upstream) whose ``artifact://`` arguments are
+            resolved to the artifact's exact content for that call.
+        upstream_timeout: Seconds an MCP proxy waits for its upstream server's answer.
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -254,6 +313,10 @@ class Settings:
     window_margin: int = 4096
     model_windows: Mapping[str, int] = dataclasses.field(default_factory=dict)
     secrets_policy: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    attachment_disposition: str = "ref"
+    tool_dispositions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    ref_arguments: tuple[str, ...] = ()
+    upstream_timeout: float = 60.0
     source: Path | None = None
 
     def scope(self, **attribution: str | None) -> Scope:
@@ -293,7 +356,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
-_MAPPINGS = frozenset({"tool_thresholds", "model_windows", "secrets_policy"})
+_MAPPINGS = frozenset({"tool_thresholds", "model_windows", "secrets_policy", "tool_dispositions"})
 
 
 def _pairs(key: str, value: str) -> dict[str, str]:
@@ -302,7 +365,10 @@ def _pairs(key: str, value: str) -> dict[str, str]:
     for item in value.split(","):
         name, sep, size = item.partition("=")
         if not sep or not name.strip():
-            shape = "tool=reject|mask" if key == "secrets_policy" else "name=number"
+            shape = {
+                "secrets_policy": "tool=reject|mask",
+                "tool_dispositions": "tool=disposition",
+            }.get(key, "name=number")
             raise ConfigError(f"{ENV_PREFIX}{key.upper()} is a list of {shape}, comma-separated")
         pairs[name.strip()] = size.strip()
     return pairs
@@ -388,5 +454,9 @@ def load_settings(
         window_margin=model["window_margin"],
         model_windows=dict(model["model_windows"]),
         secrets_policy=dict(model["secrets_policy"]),
+        attachment_disposition=model["attachment_disposition"],
+        tool_dispositions=dict(model["tool_dispositions"]),
+        ref_arguments=model["ref_arguments"],
+        upstream_timeout=model["upstream_timeout"],
         source=source,
     )

@@ -32,7 +32,9 @@ _LAZY_COMMANDS = {
     "events": "cargohold.cli._decisions",
     "grep": "cargohold.cli._decisions",
     "guard": "cargohold.cli._guard",
+    "mcp": "cargohold.cli._mcp",
     "offload": "cargohold.cli._decisions",
+    "proxy": "cargohold.cli._mcp",
     "query": "cargohold.cli._decisions",
     "read": "cargohold.cli._decisions",
 }

@@ -1,0 +1,147 @@
+"""``cargohold mcp`` and ``cargohold proxy``: cargohold as an MCP server, or in front of one.
+
+Both speak MCP on stdio by default (what Claude Desktop, Claude Code and Cursor start), or
+streamable HTTP with ``--http HOST:PORT``. Their scope is the command line's (``--tenant``,
+``--user``, ``--session``, else ``CARGOHOLD_*``, the config file, the defaults), so a proxy and a
+``cargohold mcp`` started with the same scope read the same artifacts. Decisions go to the
+events log, as every command's do. Nothing but MCP is ever written to stdout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from cargohold.cli._context import get_app
+
+if TYPE_CHECKING:
+    from cargohold._hold import Hold
+
+_HTTP_HELP = (
+    "Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any free port; "
+    "the URL is printed on stderr)."
+)
+_PER_SESSION_HELP = (
+    "With --http: give each MCP session a session scope of its own, so two clients of one "
+    "server cannot read each other's artifacts."
+)
+
+
+def _hold(agent: str) -> Hold:
+    """The scope's hold on the command's store, reporting to the events log."""
+    import cargohold
+
+    app = get_app()
+    settings = app.settings
+    config_file = click.get_current_context().find_root().params.get("config_file")
+    return cargohold.open(
+        app.store,
+        tenant=settings.tenant,
+        user=settings.user,
+        session=settings.session,
+        sinks=[app.events_sink],
+        agent=agent,
+        config_file=config_file,
+    )
+
+
+def _address(value: str | None) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    from cargohold.mcp._transport import parse_address
+
+    return parse_address(value)
+
+
+@click.command("mcp")
+@click.option("--http", "address", metavar="HOST:PORT", help=_HTTP_HELP)
+@click.option("--per-session", is_flag=True, help=_PER_SESSION_HELP)
+def mcp(address: str | None, per_session: bool) -> None:
+    """Serve this scope's read tools and artifact:// resources over MCP.
+
+    The tools (artifact_info, artifact_read, artifact_read_lines, artifact_grep,
+    artifact_query) answer within the caller's budget (1 MiB at most) with the exact byte span,
+    size and SHA-256 beside the text; resources/read of artifact://sha256/<hex> returns a body
+    of up to 1 MiB.
+
+    \b
+    Examples:
+      cargohold mcp                                   # stdio, for an MCP client's config
+      cargohold --session run-7 mcp --http 127.0.0.1:8765
+    """
+    import anyio
+
+    from cargohold.mcp import build_read_server
+    from cargohold.mcp._transport import announce, serve
+
+    http = _address(address)
+    with _hold("mcp") as hold:
+        server = build_read_server(hold, per_session=per_session)
+        anyio.run(lambda: serve(server, http=http, on_ready=announce))
+
+
+@click.command(
+    "proxy",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option("--url", metavar="URL", help="A streamable HTTP upstream instead of a command.")
+@click.option("--http", "address", metavar="HOST:PORT", help=_HTTP_HELP)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Most seconds an upstream request (or start) may take (default: upstream_timeout, 60).",
+)
+@click.option(
+    "--ref-arguments",
+    "ref_arguments",
+    metavar="TOOL",
+    multiple=True,
+    help="An upstream tool whose artifact:// arguments are resolved to the exact bytes "
+    "(repeatable; default: ref_arguments of the configuration).",
+)
+@click.option("--per-session", is_flag=True, help=_PER_SESSION_HELP)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
+def proxy(
+    url: str | None,
+    address: str | None,
+    timeout: float | None,
+    ref_arguments: tuple[str, ...],
+    per_session: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run an MCP server behind cargohold: heavy tool results arrive as stubs.
+
+    Starts COMMAND (or connects to --url) and forwards everything between it and the client
+    (tools, resources, prompts, notifications, progress, cancellation, logging), adds the read
+    tools, and replaces each heavy part of each tool result (text, structured content,
+    embedded resources, images, audio) with a bounded stub and a resource_link to the
+    artifact:// holding its exact bytes. An upstream that hangs, crashes or answers garbage
+    gives the client a clear MCP error within --timeout; the proxy keeps serving.
+
+    \b
+    Examples:
+      cargohold proxy -- npx -y @modelcontextprotocol/server-filesystem ~/data
+      cargohold proxy --timeout 30 -- python my_server.py
+      cargohold proxy --url http://127.0.0.1:3001/mcp --http 127.0.0.1:8766
+    """
+    import anyio
+
+    from cargohold.mcp import Proxy
+    from cargohold.mcp._proxy import upstream_from
+    from cargohold.mcp._transport import announce
+
+    if bool(command) == bool(url):
+        raise click.UsageError("give the upstream server as `-- COMMAND [ARGS]...` or --url")
+    upstream = upstream_from(command, url)
+    http = _address(address)
+    with _hold("proxy") as hold:
+        runner = Proxy(
+            hold,
+            upstream,
+            ref_arguments=ref_arguments or None,
+            timeout=timeout,
+            per_session=per_session,
+        )
+        anyio.run(lambda: runner.run(http=http, on_ready=announce))

@@ -1,0 +1,354 @@
+"""One MCP tool result in, the same result with every heavy part kept out of context.
+
+Each part of a ``CallToolResult`` is one offload decision (one event), judged by the hold's
+heavy threshold for the producing tool:
+
+- text, and the text of an embedded resource: at or above the threshold, the exact text is
+  stored and the part becomes the stub (text) plus a ``resource_link`` to the artifact;
+- images, audio and embedded blobs: by the attachment disposition policy (``ref`` by default:
+  stored whatever their size, the stub and a link in their place; ``inline``: passed unchanged
+  while under the threshold; ``tool:<name>``: stored and routed; ``provider_native`` has no
+  meaning in MCP and is carried out as ``ref``);
+- ``structured_content``: at or above the threshold it is stored as JSON and replaced by a small
+  object ``{"cargohold": {"outcome", "ref", "size", "media_type"}}`` (the stub text joins the
+  content). A server that sends one payload twice gets it stored once: structured content equal
+  (as JSON) to an offloaded text part, or that only wraps that text (``{"result": text}``, as
+  ``MCPServer`` sends a ``str`` result), points at that text's artifact.
+
+What is refused (a credential in the body, a quota) or cannot be stored leaves a bounded notice
+in its place, never the raw part. ``resource_link`` parts pass unchanged (they are pointers).
+
+A stub cannot satisfy a tool's declared output schema, so :func:`rewrite_output_schema` widens
+each schema to "the original, or a cargohold stub" (or drops one it cannot widen safely).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+from mcp_types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from cargohold._errors import UsageError
+from cargohold._events import OffloadOutcome
+from cargohold._records import normalize_media_type
+
+if TYPE_CHECKING:
+    from cargohold._hold import Hold
+    from cargohold._offload import OffloadResult
+    from cargohold.guard import Disposition
+
+STUB_KEY: Final = "cargohold"
+"""The one key of the structured content that stands for an offloaded payload."""
+
+STUB_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        STUB_KEY: {
+            "type": "object",
+            "description": "The payload was kept out of context by cargohold; read it by ref.",
+            "properties": {
+                "outcome": {"type": "string"},
+                "reason": {"type": "string"},
+                "ref": {"type": "string"},
+                "size": {"type": "integer"},
+                "media_type": {"type": "string"},
+            },
+            "required": ["outcome"],
+        }
+    },
+    "required": [STUB_KEY],
+}
+"""The JSON Schema of a stub standing for structured content."""
+
+_LINK_DESCRIPTION = (
+    "Exact bytes kept out of context by cargohold. Read them in pages with artifact_read "
+    "(or artifact_grep, artifact_query), or with resources/read when they fit 1 MiB."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPolicy:
+    """How the binary parts of tool results reach the model.
+
+    Attributes:
+        default: The runtime default disposition (``ref`` unless configured otherwise).
+        tools: Per-tool dispositions (the producing tool's choice is the attachment's hint,
+            which wins over the default).
+    """
+
+    default: str = "ref"
+    tools: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from cargohold.guard import Disposition
+
+        Disposition.parse(self.default)  # a bad value fails here, not at the first image
+        for value in self.tools.values():
+            Disposition.parse(value)
+        object.__setattr__(self, "tools", dict(self.tools))
+
+    @classmethod
+    def from_settings(cls, hold: Hold) -> ResultPolicy:
+        """The policy the hold's configuration names (``attachment_disposition``,
+        ``tool_dispositions``)."""
+        settings = hold.settings
+        return cls(settings.attachment_disposition, settings.tool_dispositions)
+
+    def disposition_for(self, tool: str | None) -> Disposition:
+        """The disposition of ``tool``'s attachments: its own, else the default."""
+        from cargohold.guard import Attachment, DispositionPolicy
+
+        hint = self.tools.get(tool) if tool is not None else None
+        probe = Attachment(b"", hint=hint, tool=tool)
+        return DispositionPolicy(default=self.default).resolve(probe).disposition
+
+
+def offload_result(
+    hold: Hold, result: CallToolResult, *, tool: str, policy: ResultPolicy | None = None
+) -> CallToolResult:
+    """``result`` with each heavy part replaced by its stub and a link (see the module).
+
+    Synchronous (it stores bytes and renders stubs): call it from a worker thread in async code.
+    A result marked ``is_error`` is projected as a failure (verbatim excerpts, never a summary).
+    """
+    policy = policy or ResultPolicy.from_settings(hold)
+    failed = result.is_error
+    structured = result.structured_content
+    offloaded_texts: list[_Offloaded] = []
+    content: list[ContentBlock] = []
+    for block in result.content:
+        content.extend(
+            _block(
+                hold,
+                block,
+                tool,
+                policy,
+                failed,
+                offloaded_texts if structured is not None else None,
+            )
+        )
+    update: dict[str, Any] = {"content": content}
+    if structured is not None:
+        replaced, extra = _structured(hold, structured, tool, failed, offloaded_texts)
+        update["structured_content"] = replaced
+        content.extend(extra)
+    return result.model_copy(update=update)
+
+
+# -- the parts ----------------------------------------------------------------------------------
+
+
+def _block(
+    hold: Hold,
+    block: ContentBlock,
+    tool: str,
+    policy: ResultPolicy,
+    failed: bool,
+    offloaded_texts: list[_Offloaded] | None,
+) -> list[ContentBlock]:
+    if isinstance(block, TextContent):
+        return _text(hold, block, block.text, None, tool, failed, offloaded_texts)
+    if isinstance(block, ImageContent | AudioContent):
+        return _binary(hold, block, block.data, block.mime_type, tool, policy)
+    if isinstance(block, EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, TextResourceContents):
+            media = _media_type(resource.mime_type)
+            return _text(hold, block, resource.text, media, tool, failed, offloaded_texts)
+        if isinstance(resource, BlobResourceContents):
+            return _binary(hold, block, resource.blob, resource.mime_type, tool, policy)
+    return [block]  # resource_link: a pointer already
+
+
+def _text(
+    hold: Hold,
+    block: ContentBlock,
+    text: str,
+    media_type: str | None,
+    tool: str,
+    failed: bool,
+    offloaded_texts: list[_Offloaded] | None,
+) -> list[ContentBlock]:
+    decided = hold.offload(text, tool=tool, media_type=media_type, failed=failed)
+    if decided.outcome is OffloadOutcome.INLINE:
+        return [block]
+    if decided.ref is not None and decided.stub is not None and offloaded_texts is not None:
+        offloaded_texts.append(_Offloaded(text, _json(text), decided))
+    return _replacement(decided)
+
+
+def _binary(
+    hold: Hold,
+    block: ContentBlock,
+    data: str,
+    media_type: str | None,
+    tool: str,
+    policy: ResultPolicy,
+) -> list[ContentBlock]:
+    from cargohold.guard import REF, Attachment, DispositionKind, dispose
+
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        # Not base64 after all: the text as given is what the server sent; judge it as text.
+        return _text(hold, block, data, None, tool, False, None)
+    media = _media_type(media_type) or "application/octet-stream"
+    disposition = policy.disposition_for(tool)
+    if disposition.kind is DispositionKind.INLINE and len(data) < hold.offloader.threshold_for(
+        tool
+    ):
+        decided = hold.offload(raw, tool=tool, media_type=media)  # one decision, one event
+        if decided.outcome is OffloadOutcome.INLINE:
+            return [block]
+        return _replacement(decided)
+    if disposition.kind is not DispositionKind.TOOL:
+        disposition = REF  # inline over the threshold, and provider_native: stored, by ref
+    attachment = Attachment(raw, media_type=media, hint=disposition, tool=tool)
+    disposed = dispose(attachment, format="openai-chat", offloader=hold.offloader)
+    stored = disposed.offload
+    if stored is None:  # not reached: ref and tool dispositions always store
+        raise UsageError("an attachment disposition stored nothing")
+    return _replacement(stored, text=str(disposed.part.get("text", stored.text)))
+
+
+def _structured(
+    hold: Hold,
+    structured: Any,
+    tool: str,
+    failed: bool,
+    offloaded_texts: list[_Offloaded],
+) -> tuple[Any, list[ContentBlock]]:
+    for seen in offloaded_texts:
+        if seen.repeated_by(structured):  # the same payload as a text part: stored once, there
+            return _stub_object(seen.decided), []
+    decided = hold.offload(structured, tool=tool, media_type="application/json", failed=failed)
+    if decided.outcome is OffloadOutcome.INLINE:
+        return structured, []
+    return _stub_object(decided), _replacement(decided)
+
+
+def _replacement(decided: OffloadResult, *, text: str | None = None) -> list[ContentBlock]:
+    """The stub (or notice) as text, and a link to the artifact when there is one."""
+    parts: list[ContentBlock] = [TextContent(text=decided.text if text is None else text)]
+    stub = decided.stub
+    if decided.ref is not None and stub is not None:
+        parts.append(
+            ResourceLink(
+                uri=str(decided.ref),
+                name=f"artifact {decided.ref.digest[:12]}",
+                title=f"{stub.tool or 'tool'} result ({stub.size:,} bytes, kept out of context)",
+                description=_LINK_DESCRIPTION,
+                mime_type=stub.media_type,
+                size=stub.size,
+            )
+        )
+    return parts
+
+
+def _stub_object(decided: OffloadResult) -> dict[str, Any]:
+    facts: dict[str, Any] = {"outcome": decided.outcome.value, "reason": decided.reason.value}
+    if decided.ref is not None:
+        facts["ref"] = str(decided.ref)
+    if decided.stub is not None:
+        facts["size"] = decided.stub.size
+        facts["media_type"] = decided.stub.media_type
+    return {STUB_KEY: facts}
+
+
+_NOT_JSON: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Offloaded:
+    """A text part that was offloaded, for spotting structured content that repeats it."""
+
+    text: str = field(repr=False)
+    parsed: Any = field(repr=False)
+    decided: OffloadResult
+
+    def repeated_by(self, structured: Any) -> bool:
+        if self.parsed is not _NOT_JSON and self.parsed == structured:
+            return True
+        if isinstance(structured, dict) and len(structured) == 1:
+            (value,) = structured.values()
+            return isinstance(value, str) and value == self.text
+        return False
+
+
+def _json(text: str) -> Any:
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return _NOT_JSON
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, RecursionError):
+        return _NOT_JSON
+
+
+def _media_type(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return normalize_media_type(value)
+    except UsageError:  # a server's odd label is not worth failing a result over
+        return None
+
+
+# -- output schemas -----------------------------------------------------------------------------
+
+
+def rewrite_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A tool's output schema widened to accept a cargohold stub, or ``None`` to drop it.
+
+    The original schema becomes one branch of ``anyOf`` beside :data:`STUB_SCHEMA`, under a root
+    of ``type: object`` (what MCP requires through 2025-11-25); its ``$defs`` / ``definitions``
+    move to the root so its local ``$ref`` pointers still resolve. A schema with an ``$id`` or a
+    ``$ref`` that points anywhere else cannot be moved safely and is dropped: a client then
+    accepts any structured content, the stub included.
+    """
+    if schema is None:
+        return None
+    if "$id" in schema or not all(_local_definition(ref) for ref in _refs(schema)):
+        return None
+    hoisted = ("$defs", "definitions", "$schema")
+    original = {key: value for key, value in schema.items() if key not in hoisted}
+    widened: dict[str, Any] = {"type": "object", "anyOf": [original, STUB_SCHEMA]}
+    for key in hoisted:
+        if key in schema:
+            widened[key] = schema[key]
+    return widened
+
+
+def _local_definition(ref: object) -> bool:
+    return isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))
+
+
+def _refs(node: object) -> list[object]:
+    found: list[object] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            for key, value in item.items():
+                if key in ("$ref", "$dynamicRef"):
+                    found.append(value)
+                else:
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found

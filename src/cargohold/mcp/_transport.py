@@ -1,0 +1,169 @@
+"""Serving a low-level MCP ``Server`` on stdio or streamable HTTP, and scoping its requests.
+
+Both ``cargohold mcp`` and ``cargohold proxy`` serve through here. The scope of a request is the
+hold's (configuration, ``CARGOHOLD_*``, the command line), or, with ``per_session``, a session of
+its own for each MCP session of a streamable HTTP connection (named by a digest of the
+``Mcp-Session-Id``, never the id itself), so two clients of one server cannot read each other's
+artifacts.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import sys
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
+
+from cargohold._errors import UsageError
+
+if TYPE_CHECKING:
+    from cargohold._hold import Hold
+
+_SESSIONS_KEPT = 1024
+_log = logging.getLogger("cargohold.mcp")
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+def contained(
+    handler: Callable[[ServerRequestContext[Any, Any], P], Awaitable[R]],
+) -> Callable[[ServerRequestContext[Any, Any], P], Awaitable[R]]:
+    """``handler`` whose unexpected exceptions reach the client by class name only.
+
+    The SDK would answer an exception it does not know with the exception's own text, which may
+    hold a path or a body; an :class:`MCPError` (a deliberate answer) passes unchanged.
+    """
+
+    @functools.wraps(handler)
+    async def run(ctx: ServerRequestContext[Any, Any], params: P) -> R:
+        try:
+            return await handler(ctx, params)
+        except MCPError:
+            raise
+        except Exception as exc:
+            name = type(exc).__name__
+            _log.warning("cargohold mcp: %s failed (%s)", ctx.method, name)
+            raise MCPError(
+                code=INTERNAL_ERROR,
+                message=f"cargohold: internal error ({name})",
+                data={"reason": "internal_error"},
+            ) from None
+
+    return run
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as a host and a port (0: any free port).
+
+    Raises:
+        UsageError: not of that form.
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise UsageError("an HTTP address is HOST:PORT, e.g. 127.0.0.1:8765 (port 0: any free)")
+    return host, int(port)
+
+
+class Scoping:
+    """Which hold answers a request: the configured scope, or one per MCP session.
+
+    Args:
+        hold: The hold of the configured scope.
+        per_session: Give each MCP session (``Mcp-Session-Id``) a session scope of its own;
+            requests without one (stdio) use ``hold``.
+    """
+
+    __slots__ = ("_hold", "_per_session", "_sessions")
+
+    def __init__(self, hold: Hold, *, per_session: bool = False) -> None:
+        self._hold = hold
+        self._per_session = per_session
+        self._sessions: OrderedDict[str, Hold] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"Scoping(per_session={self._per_session})"
+
+    @property
+    def hold(self) -> Hold:
+        """The hold of the configured scope."""
+        return self._hold
+
+    def hold_for(self, ctx: ServerRequestContext[Any, Any]) -> Hold:
+        """The hold that answers the request ``ctx``."""
+        if not self._per_session:
+            return self._hold
+        session_id = session_id_of(ctx)
+        if session_id is None:
+            return self._hold
+        name = "mcp-" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+        held = self._sessions.get(name)
+        if held is None:
+            held = self._hold.for_session(name)
+            self._sessions[name] = held
+            while len(self._sessions) > _SESSIONS_KEPT:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(name)
+        return held
+
+
+def session_id_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The ``Mcp-Session-Id`` of a streamable HTTP request; ``None`` on stdio."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("mcp-session-id")
+    return value if isinstance(value, str) and value else None
+
+
+async def serve(
+    server: Server[Any],
+    *,
+    http: tuple[str, int] | None = None,
+    init_options: InitializationOptions | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``server`` until its client goes away (stdio) or the process is stopped (HTTP).
+
+    Args:
+        server: The server.
+        http: ``(host, port)`` to serve streamable HTTP on (``/mcp``); ``None`` for stdio.
+        init_options: The stdio handshake's options (the server's own by default).
+        on_ready: Called with the URL once an HTTP server listens (its port, when 0 was asked).
+    """
+    if http is None:
+        async with stdio_server() as (read_stream, write_stream):
+            options = init_options or server.create_initialization_options()
+            await server.run(read_stream, write_stream, options)
+        return
+    import uvicorn
+
+    host, port = http
+    app = server.streamable_http_app(host=host)
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_ready is not None:
+                bound = self.servers[0].sockets[0].getsockname()
+                shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+                on_ready(f"http://{shown}:{bound[1]}/mcp")
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await _Server(config).serve()
+
+
+def announce(url: str) -> None:
+    """Tell whoever started the server where it listens (one line on stderr)."""
+    print(f"cargohold: serving MCP on {url}", file=sys.stderr, flush=True)

@@ -1,0 +1,310 @@
+"""``cargohold proxy`` end to end over stdio, with the official SDK client, in front of a fixture
+server of ours (the SDK's MCPServer) that returns heavy results of every kind.
+
+One proxy process serves the whole module (see ``mcp_fixtures``); each test is one behaviour.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from _require import require
+
+require("mcp", "mcp")
+
+from mcp.shared.exceptions import MCPError  # noqa: E402 - after the extra's check
+from mcp_types import (  # noqa: E402
+    LoggingMessageNotification,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolListChangedNotification,
+)
+
+from cargohold._tools import SPECS  # noqa: E402
+from mcp_fixtures import (  # noqa: E402
+    HEAVY_SERVER,
+    MARKER,
+    STUB_BUDGET,
+    Connected,
+    child_env,
+    cli,
+    connect,
+    delivered_bytes,
+    stdio,
+    stubbed_parts,
+)
+
+sys.path.insert(0, str(HEAVY_SERVER.parent))
+import heavy_server  # noqa: E402 - the fixture's own generators: the bytes the upstream sent
+
+SESSION = "proxy-tests"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("proxy")
+
+
+@pytest.fixture(scope="module")
+def proxied(workdir: Path) -> Iterator[Connected]:
+    command = cli(
+        workdir / "store",
+        SESSION,
+        "proxy",
+        "--ref-arguments",
+        "update_page",
+        "--",
+        sys.executable,
+        str(HEAVY_SERVER),
+    )
+    with connect(stdio(command, child_env(workdir)), mode="legacy") as client:
+        yield client
+
+
+def only_stub(result: object) -> tuple[str, str]:
+    parts = stubbed_parts(result)  # type: ignore[arg-type]
+    assert len(parts) == 1, result
+    return parts[0].stub, parts[0].ref
+
+
+def assert_exact(proxied: Connected, ref: str, expected: bytes) -> None:
+    body = proxied.read_all(ref)
+    assert body == expected
+    assert ref == "artifact://sha256/" + hashlib.sha256(body).hexdigest()
+
+
+def test_heavy_text_arrives_as_a_stub_within_budget_and_pages_back_exactly(
+    proxied: Connected,
+) -> None:
+    result = proxied.call("heavy_text", {"size": 200_000})
+
+    stub, ref = only_stub(result)
+    assert len(stub.encode()) <= STUB_BUDGET
+    assert ref in stub
+    assert_exact(proxied, ref, heavy_server.log_text(200_000).encode())
+
+
+def test_the_string_wrapped_in_structured_content_is_stored_once_with_its_text(
+    proxied: Connected,
+) -> None:
+    result = proxied.call("heavy_text", {"size": 120_000})
+
+    _, ref = only_stub(result)
+    assert result.structured_content == {
+        "cargohold": {
+            "outcome": "offloaded",
+            "reason": "at_or_above_threshold",
+            "ref": ref,
+            "size": len(heavy_server.log_text(120_000).encode()),
+            "media_type": "text/plain; charset=utf-8",
+        }
+    }
+
+
+def test_json_sent_as_text_and_as_structured_content_is_stored_once(proxied: Connected) -> None:
+    result = proxied.call("heavy_json", {"rows": 3000})
+
+    _, ref = only_stub(result)
+    assert result.structured_content is not None
+    assert result.structured_content["cargohold"]["ref"] == ref
+    body = proxied.read_all(ref)
+    assert json.loads(body) == heavy_server.page(3000).model_dump()
+    assert ref.endswith(hashlib.sha256(body).hexdigest())
+
+
+def test_an_output_schema_is_widened_so_the_stub_validates_against_it(proxied: Connected) -> None:
+    tools = {tool.name: tool for tool in proxied.run(proxied.client.list_tools).tools}
+    schema = tools["heavy_json"].output_schema
+    result = proxied.call("heavy_json", {"rows": 2500})
+
+    assert schema is not None
+    assert schema["type"] == "object"
+    jsonschema.validate(result.structured_content, schema)
+    jsonschema.validate(heavy_server.page(3).model_dump(), schema)  # the original still does
+
+
+@pytest.mark.parametrize(
+    ("tool", "expected", "media_type"),
+    [
+        ("image", heavy_server.blob(120_000, heavy_server.PNG), "image/png"),
+        ("audio", heavy_server.blob(80_000, heavy_server.WAV), "audio/wav"),
+        ("embedded_blob", heavy_server.blob(90_000, b"\x1f\x8b"), "application/gzip"),
+    ],
+)
+def test_binary_parts_are_stored_by_reference_and_read_back_as_their_bytes(
+    proxied: Connected, tool: str, expected: bytes, media_type: str
+) -> None:
+    result = proxied.call(tool)
+
+    stub, ref = only_stub(result)
+    assert len(stub.encode()) <= STUB_BUDGET
+    link = stubbed_parts(result)[0].link
+    assert (link.mime_type, link.size) == (media_type, len(expected))
+    assert_exact(proxied, ref, expected)
+
+
+def test_an_embedded_text_resource_is_offloaded_with_its_media_type(proxied: Connected) -> None:
+    result = proxied.call("embedded_text", {"rows": 8000})
+
+    _, ref = only_stub(result)
+    assert stubbed_parts(result)[0].link.mime_type == "text/csv"
+    assert_exact(proxied, ref, heavy_server.csv_text(8000).encode())
+
+
+def test_a_small_result_passes_unchanged(proxied: Connected) -> None:
+    result = proxied.call("small")
+
+    assert result.content == [TextContent(text="all good")]
+    assert result.structured_content == {"result": "all good"}
+
+
+def test_each_heavy_part_of_a_mixed_result_is_offloaded_and_the_light_one_kept(
+    proxied: Connected,
+) -> None:
+    result = proxied.call("mixed")
+
+    parts = stubbed_parts(result)
+    assert len(parts) == 3
+    assert result.content[0] == TextContent(text="summary: 3 parts follow")
+    assert delivered_bytes(result) < 3 * STUB_BUDGET + 4096
+    assert_exact(proxied, parts[0].ref, heavy_server.log_text(100_000).encode())
+
+
+def test_a_result_holding_a_credential_is_withheld_and_nothing_is_linked(
+    proxied: Connected,
+) -> None:
+    result = proxied.call("with_secret")
+
+    text = " ".join(block.text for block in result.content if isinstance(block, TextContent))
+    assert MARKER in text
+    assert "wJalrXUtnFEMI" not in result.model_dump_json()
+    assert not any(isinstance(block, ResourceLink) for block in result.content)
+
+
+def test_a_reference_passed_to_an_opted_in_tool_reaches_the_upstream_as_the_exact_bytes(
+    proxied: Connected,
+) -> None:
+    fetched = proxied.call("get_page", {"rows": 4000})
+    _, ref = only_stub(fetched)
+
+    sent = {"body": ref}
+    answer = proxied.call("update_page", sent)
+
+    received = json.loads(answer.content[0].text)  # type: ignore[union-attr]
+    expected = heavy_server.page_text(4000).encode()
+    assert len(expected) > 300_000
+    assert received == {"bytes": len(expected), "sha256": hashlib.sha256(expected).hexdigest()}
+    assert delivered_bytes(fetched) + len(json.dumps(sent)) + delivered_bytes(answer) < 10_000
+
+
+def test_an_unknown_reference_argument_stops_the_call_before_the_upstream(
+    proxied: Connected,
+) -> None:
+    missing = "artifact://sha256/" + "0" * 64
+
+    answer = proxied.call("update_page", {"body": missing})
+
+    assert answer.is_error
+    assert "missing" in answer.content[0].text  # type: ignore[union-attr]
+
+
+def test_resources_read_returns_an_artifact_whole_with_its_digest(proxied: Connected) -> None:
+    _, ref = only_stub(proxied.call("heavy_text", {"size": 90_000}))
+
+    read = proxied.run(proxied.client.read_resource, ref)
+
+    (contents,) = read.contents
+    assert isinstance(contents, TextResourceContents)
+    assert contents.text.encode() == heavy_server.log_text(90_000).encode()
+    assert contents.meta is not None
+    assert contents.meta["cargohold"]["sha256"] == ref.removeprefix("artifact://sha256/")
+
+
+def test_resources_read_refuses_an_artifact_over_its_bound_and_says_how_to_page(
+    proxied: Connected,
+) -> None:
+    _, ref = only_stub(proxied.call("heavy_text", {"size": 1_200_000}))
+
+    with pytest.raises(MCPError) as refused:
+        proxied.run(proxied.client.read_resource, ref)
+
+    assert refused.value.error.data["outcome"] == "over_budget"
+
+
+def test_every_read_tool_of_the_specs_is_listed_once_beside_the_upstream_tools(
+    proxied: Connected,
+) -> None:
+    names = [tool.name for tool in proxied.run(proxied.client.list_tools).tools]
+
+    for spec in SPECS:
+        assert names.count(spec.name) == 1
+    assert "heavy_text" in names
+
+
+def test_a_read_tool_mistake_is_an_error_answer_that_says_how_to_fix_it(
+    proxied: Connected,
+) -> None:
+    answer = proxied.call("artifact_read", {"ref": "not-a-ref"})
+
+    assert answer.is_error
+    assert answer.structured_content is not None
+    assert answer.structured_content["outcome"] == "invalid_arguments"
+
+
+def test_read_answers_are_never_offloaded_again(proxied: Connected) -> None:
+    _, ref = only_stub(proxied.call("heavy_text", {"size": 300_000}))
+
+    answer = proxied.call("artifact_read", {"ref": ref, "length": 200_000, "budget": 262144})
+
+    assert not answer.is_error
+    assert answer.content[0].text.startswith("[cargohold:recovered]")  # type: ignore[union-attr]
+    assert answer.structured_content is not None
+    assert answer.structured_content["end"] == 200_000
+
+
+def test_progress_of_the_upstream_reaches_the_client(proxied: Connected) -> None:
+    seen: list[tuple[float, float | None]] = []
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
+
+    result = proxied.run(proxied.client.call_tool, "slow", {"steps": 3}, progress_callback=progress)
+
+    assert result.content == [TextContent(text="done")]
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_log_messages_and_list_changes_of_the_upstream_reach_the_client(
+    proxied: Connected,
+) -> None:
+    proxied.call("chatty")
+    proxied.call("change_tools")
+    proxied.call("small")  # a round trip after both: what was sent before has arrived
+
+    logs = [n for n in proxied.notifications if isinstance(n, LoggingMessageNotification)]
+    assert any(n.params.data == "fixture says hello" for n in logs)
+    assert any(isinstance(n, ToolListChangedNotification) for n in proxied.notifications)
+
+
+def test_every_decision_is_an_event_and_no_event_holds_a_body_a_path_or_the_owner(
+    proxied: Connected, workdir: Path
+) -> None:
+    proxied.call("heavy_text", {"size": 150_000})
+    proxied.call("small")
+
+    log = (workdir / "events.jsonl").read_text()
+    events = [json.loads(line) for line in log.splitlines()]
+    outcomes = {(e["operation"], e["outcome"], e["tool"]) for e in events}
+    assert ("offload", "offloaded", "heavy_text") in outcomes
+    assert ("offload", "inline", "small") in outcomes
+    assert "served request" not in log
+    assert str(workdir) not in log
+    assert SESSION not in log
