@@ -17,13 +17,14 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp_types import CallToolResult, ResourceLink, TextContent
 
 from _require import unavailable
@@ -68,6 +69,98 @@ def child_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 def stdio(command: list[str], env: dict[str, str]) -> StdioServerParameters:
     return StdioServerParameters(command=command[0], args=command[1:], env=env)
+
+
+@dataclass
+class Wire:
+    """Bytes of the JSON-RPC messages a client sent and received over stdio, counted as the
+    SDK's stdio transport writes each one (its JSON and a newline) while ``counting`` is on."""
+
+    sent: int = 0
+    received: int = 0
+    counting: bool = False
+    messages: list[tuple[str, str, int]] = field(default_factory=list)
+    """Each counted message: direction (``sent``, ``received``), JSON-RPC method (``result``
+    for a response), bytes."""
+
+    @property
+    def total(self) -> int:
+        return self.sent + self.received
+
+    def reset(self) -> None:
+        self.sent = self.received = 0
+        self.messages.clear()
+
+    def count(self, message: Any, *, outgoing: bool) -> None:
+        if not self.counting or isinstance(message, Exception):
+            return
+        size = len(message.message.model_dump_json(by_alias=True, exclude_unset=True)) + 1
+        method = getattr(message.message, "method", None) or "result"
+        self.messages.append(("sent" if outgoing else "received", method, size))
+        if outgoing:
+            self.sent += size
+        else:
+            self.received += size
+
+
+class _CountedRead:
+    def __init__(self, stream: Any, wire: Wire) -> None:
+        self._stream, self._wire = stream, wire
+
+    async def receive(self) -> Any:
+        message = await self._stream.receive()
+        self._wire.count(message, outgoing=False)
+        return message
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _CountedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        message = await self._stream.__anext__()
+        self._wire.count(message, outgoing=False)
+        return message
+
+    async def __aenter__(self) -> _CountedRead:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)  # type: ignore[no-any-return]
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._stream, "last_context", None)
+
+
+class _CountedWrite:
+    def __init__(self, stream: Any, wire: Wire) -> None:
+        self._stream, self._wire = stream, wire
+
+    async def send(self, message: Any, /) -> None:
+        self._wire.count(message, outgoing=True)
+        await self._stream.send(message)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _CountedWrite:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stream.__aexit__(*exc)  # type: ignore[no-any-return]
+
+
+@contextlib.asynccontextmanager
+async def counted_stdio(
+    params: StdioServerParameters, wire: Wire
+) -> AsyncIterator[tuple[_CountedRead, _CountedWrite]]:
+    """The SDK's own stdio transport, with every message it carries counted on ``wire``."""
+    async with stdio_client(params) as (read, write):
+        yield _CountedRead(read, wire), _CountedWrite(write, wire)
 
 
 class Connected:

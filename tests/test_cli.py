@@ -238,10 +238,35 @@ def test_show_json_gives_the_metadata_and_never_the_owner(root: Path) -> None:
         "complete": True,
         "expired": False,
         "classification": None,
+        "parent": None,
     }
     assert created.utcoffset() == dt.timedelta(0)
     assert (expires - created).total_seconds() == pytest.approx(3600, abs=1)
     assert created.timestamp() <= time.time()
+
+
+def test_show_and_ls_name_the_parent_of_an_artifact_derived_by_artifact_patch(
+    root: Path,
+) -> None:
+    original = put(root, b'{"status": "open"}\n', "--media-type", "application/json")
+    with cargohold.open(root, tenant=TENANT, user=USER, session=SESSION) as hold:
+        patched = hold.call_tool(
+            "artifact_patch",
+            {
+                "ref": str(original),
+                "json_patch": [{"op": "replace", "path": "/status", "value": "x"}],
+            },
+        )
+    assert patched.ref is not None
+
+    shown = json_out(run(root, "show", str(patched.ref), "--json"))
+    listed = {entry["ref"]: entry for entry in json_out(run(root, "ls", "--json"))}
+    plain = run(root, "show", str(patched.ref))
+
+    assert (shown["parent"], shown["tool"]) == (str(original), "artifact_patch")
+    assert listed[str(patched.ref)]["parent"] == str(original)
+    assert listed[str(original)]["parent"] is None
+    assert re.search(r"parent\s+" + re.escape(str(original)), plain.stdout)
 
 
 def test_no_output_of_any_command_names_the_owner_or_the_store_path(root: Path) -> None:

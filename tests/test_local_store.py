@@ -430,6 +430,49 @@ def test_an_index_from_a_newer_cargohold_is_refused_at_open(
         LocalStore(store_root, clock=clock)
 
 
+def test_an_index_of_the_first_schema_gains_the_parent_column_when_opened_and_keeps_its_rows(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        kept = ScopedStore(store, ALICE).put(b"written by a cargohold of schema 1", tool="t")
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        # What the first schema looked like: the same tables, without the parent column.
+        db.execute("ALTER TABLE artifacts DROP COLUMN parent")
+        db.execute("PRAGMA user_version = 1")
+        db.commit()
+
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        old = scoped.read(kept.ref)
+        derived = scoped.put(b"derived after the upgrade", parent=kept.ref)
+        assert old.data == b"written by a cargohold of schema 1"
+        assert old.record == kept.record
+        assert scoped.stat(derived.ref).record.parent == kept.ref  # type: ignore[union-attr]
+        assert store.verify() == []
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        columns = [row[1] for row in db.execute("PRAGMA table_info(artifacts)")]
+    assert version == 2
+    assert columns[-1] == "parent"
+
+
+def test_the_index_refuses_a_parent_that_is_not_a_canonical_reference(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        put = ScopedStore(store, ALICE).put(b"child", parent=Ref.of(b"parent"))
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        for bad in (
+            "artifact://sha256/" + "G" * 64,
+            "/etc/passwd",
+            "artifact://sha256/" + "a" * 63,
+        ):
+            with pytest.raises(sqlite3.IntegrityError):
+                db.execute(
+                    "UPDATE artifacts SET parent = ? WHERE digest = ?", (bad, put.ref.digest)
+                )
+
+
 def test_the_default_store_lives_under_the_xdg_cache_dir(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: FakeClock
 ) -> None:

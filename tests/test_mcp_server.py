@@ -57,7 +57,11 @@ def test_the_read_server_lists_exactly_the_read_tools_of_the_specs(server: Conne
     tools = server.run(server.client.list_tools).tools
 
     assert [tool.name for tool in tools] == [spec.name for spec in SPECS]
-    assert all(tool.annotations and tool.annotations.read_only_hint for tool in tools)
+    for tool in tools:
+        assert tool.annotations is not None
+        # every one reads only, but artifact_patch, which stores what it derives
+        assert tool.annotations.read_only_hint is (tool.name != "artifact_patch")
+        assert tool.annotations.destructive_hint in (None, False)
 
 
 def test_an_artifact_pages_back_exactly_with_its_span_size_and_digest(
@@ -117,3 +121,18 @@ def test_resources_read_of_a_malformed_reference_is_an_invalid_params_error(
 def test_a_tool_that_is_not_a_read_tool_is_refused(server: Connected) -> None:
     with pytest.raises(MCPError):
         server.call("rm_rf", {})
+
+
+def test_artifact_patch_is_served_and_checks_the_scope_before_deriving_anything(
+    server: Connected, stored: dict[str, str]
+) -> None:
+    edits = [{"start_line": 1, "end_line": 1, "lines": ["id,customer,total"]}]
+
+    refused = server.call("artifact_patch", {"ref": stored["theirs"], "edits": edits})
+
+    assert refused.is_error
+    assert refused.structured_content is not None
+    assert refused.structured_content["outcome"] == "unauthorized"
+    listed = server.run(server.client.list_resources).resources
+    assert stored["theirs"] not in [str(resource.uri) for resource in listed]
+    assert len(listed) == 1  # nothing was derived

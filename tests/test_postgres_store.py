@@ -180,6 +180,53 @@ def test_a_version_1_store_is_refused_until_upgraded_then_its_hosts_share_one_ma
         second.close()
 
 
+def test_a_version_2_store_keeps_its_artifacts_through_the_upgrade_that_adds_the_parent(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    first = PostgresStore(store_url)
+    try:
+        kept = ScopedStore(first, ALICE).put(b"written by a cargohold of schema 2", tool="t")
+    finally:
+        first.close()
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        # What schema 2 looked like: the same tables, without the parent column.
+        conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN parent")
+        conn.execute("DELETE FROM cargohold.schema_version WHERE version > 2")
+    with pytest.raises(SchemaError):
+        PostgresStore(store_url)
+
+    assert upgrade_schema(store_url) == (2, LATEST)
+
+    again = PostgresStore(store_url)
+    try:
+        scoped = ScopedStore(again, ALICE)
+        old = scoped.read(kept.ref)
+        derived = scoped.put(b"derived after the upgrade", parent=kept.ref)
+        assert old.data == b"written by a cargohold of schema 2"
+        assert old.record == kept.record
+        assert scoped.stat(derived.ref).record.parent == kept.ref  # type: ignore[union-attr]
+    finally:
+        again.close()
+
+
+def test_the_schema_refuses_a_parent_that_is_not_a_canonical_reference(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    put = ScopedStore(store, ALICE).put(b"child", parent=Ref.of(b"parent"))
+    psycopg = pytest.importorskip("psycopg")
+
+    for bad in ("artifact://sha256/" + "G" * 64, "/etc/passwd", "artifact://sha256/" + "a" * 63):
+        with (
+            pg_cluster.connect(_dbname(store_url)) as conn,  # type: ignore[attr-defined]
+            pytest.raises(psycopg.errors.CheckViolation),
+        ):
+            conn.execute(
+                "UPDATE cargohold.artifacts SET parent = %s WHERE digest = %s",
+                (bad, put.ref.digest),
+            )
+
+
 def test_a_schema_newer_than_this_cargohold_is_refused_and_not_downgraded(
     store_url: str,
     pg_cluster: PgCluster,

@@ -32,6 +32,7 @@ TOOL_NAMES = (
     "artifact_read_lines",
     "artifact_grep",
     "artifact_query",
+    "artifact_patch",
 )
 STRUCTURED_KEYS = {
     "tool",
@@ -137,14 +138,18 @@ def test_each_spec_is_an_anthropic_tool_as_the_sdk_types_it(hold: Hold) -> None:
         assert adapter.validate_python(exported, strict=True) == exported
 
 
-def test_each_spec_is_a_read_only_mcp_tool_that_round_trips(hold: Hold) -> None:
+def test_each_spec_is_an_idempotent_mcp_tool_read_only_but_the_patch_that_only_adds(
+    hold: Hold,
+) -> None:
     types = require("mcp.types", "mcp")
     for spec in hold.tools.specs:
         tool = types.Tool.model_validate(spec.mcp())
         assert tool.name == spec.name
         assert tool.input_schema == dict(spec.parameters)
-        assert tool.annotations.read_only_hint is True
+        assert tool.annotations.read_only_hint is (spec.name != "artifact_patch")
+        assert tool.annotations.destructive_hint in (None, False)
         assert tool.annotations.idempotent_hint is True
+        assert tool.annotations.open_world_hint is False
         assert tool.model_dump(by_alias=True, exclude_none=True, mode="json") == spec.mcp()
 
 
@@ -168,6 +173,16 @@ VALID_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
         {"ref": "REF", "expression": "length(@)"},
         {"ref": "REF", "expression": "[?status=='refunded'].id | [:5]", "budget": 256},
     ],
+    "artifact_patch": [
+        {"ref": "REF", "json_patch": [{"op": "test", "path": "/0/id", "value": 1}]},
+        {"ref": "REF", "json_patch": [{"op": "replace", "path": "/4/status", "value": "void"}]},
+        {"ref": "REF", "json_patch": [{"op": "move", "from": "/0", "path": "/-"}]},
+        {"ref": "REF", "edits": [{"start_line": 2, "end_line": 1, "lines": []}]},
+        {
+            "ref": "REF",
+            "edits": [{"offset": 0, "length": 1, "text": "["}, {"offset": 5, "text": ""}],
+        },
+    ],
 }
 REJECTED_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("artifact_info", {}),
@@ -186,6 +201,14 @@ REJECTED_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("artifact_grep", {"ref": "REF", "pattern": "x", "ignore_case": "yes"}),
     ("artifact_grep", {"ref": "REF", "pattern": "x", "max_matches": 0}),
     ("artifact_query", {"ref": "REF", "expression": "a", "budget": False}),
+    ("artifact_patch", {"ref": "REF", "json_patch": []}),
+    ("artifact_patch", {"ref": "REF", "json_patch": [{"op": "frob", "path": "/0"}]}),
+    ("artifact_patch", {"ref": "REF", "json_patch": [{"op": "add", "value": 1}]}),
+    ("artifact_patch", {"ref": "REF", "edits": [{"offset": -1, "text": ""}]}),
+    ("artifact_patch", {"ref": "REF", "edits": [{"start_line": 1, "lines": ["a"], "to": 2}]}),
+    ("artifact_patch", {"ref": "REF", "edits": [{"start_line": 1, "lines": "a"}]}),
+    ("artifact_patch", {"ref": "REF", "edits": [{"offset": 3}]}),
+    ("artifact_patch", {"ref": "REF", "json_patch": [], "budget": 10}),
 ]
 
 
@@ -474,6 +497,7 @@ def valid_calls(ref: str) -> list[tuple[str, dict[str, Any]]]:
         ("artifact_read_lines", {"ref": ref, "start_line": 1, "end_line": 5}),
         ("artifact_grep", {"ref": ref, "pattern": "refunded"}),
         ("artifact_query", {"ref": ref, "expression": "length(@)"}),
+        ("artifact_patch", {"ref": ref, "json_patch": [{"op": "remove", "path": "/0"}]}),
     ]
 
 
@@ -674,7 +698,8 @@ def test_the_structured_part_and_the_repr_never_carry_the_content(hold: Hold) ->
 def test_the_async_call_answers_as_the_sync_call_does(hold: Hold) -> None:
     ref = put(hold, DOC, "application/json")
     calls: list[tuple[str, dict[str, Any] | str]] = [
-        *valid_calls(ref),
+        # artifact_patch stores: a second call finds its bytes already stored (tests/test_patch)
+        *(call for call in valid_calls(ref) if call[0] != "artifact_patch"),
         ("artifact_grep", {"ref": ref, "pattern": "(abc"}),
         ("artifact_read", json.dumps({"ref": ref, "offset": 7, "length": 30})),  # as JSON text
     ]

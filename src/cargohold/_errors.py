@@ -7,6 +7,7 @@
     │   ├── InvalidReferenceError     not exactly ``artifact://sha256/<64 lowercase hex>``
     │   ├── InvalidScopeError         tenant, user or session missing or malformed
     │   ├── EnvelopeError             a role packet that cannot be built or read (envelopes)
+    │   ├── CheckpointError           a working-context checkpoint that is not one, or was edited
     │   └── ConfigError               a configuration file or variable that cannot be used
     │       └── AuthorityError        an envelope authority file that does not validate
     ├── RejectedError                 a write refused; nothing already stored changed
@@ -20,7 +21,8 @@
     ├── ContextWindowExceededError    a request does not fit the model's window (guard)
     ├── ContextWindowUnknownError     a strict guard knows no window for the model (guard)
     ├── DispositionRefusedError       an attachment disposition that cannot be applied (guard)
-    └── ContextNotReadyError          a role packet that is stale or insufficient (envelopes)
+    ├── ContextNotReadyError          a role packet that is stale or insufficient (envelopes)
+    └── WorkerResultError             a worker's report that is not valid untrusted input (working)
 
 Read outcomes (``missing``, ``unauthorized``, ``stale``, ``expired``, ``over_budget``) are values
 (:class:`cargohold.ReadOutcome`), not exceptions; :meth:`cargohold.ReadResult.raise_for_outcome`

@@ -1,4 +1,5 @@
-"""Decision events: exactly one per offload or rehydrate decision, and one per guard failure.
+"""Decision events: exactly one per offload or rehydrate decision, and one per guard failure
+(and, in a working context with a compressor, one per compressor decision).
 
 An event is categorical and privacy-safe by construction: it holds codes, byte counts, a validated
 canonical reference (or none where the outcome must not carry one) and agent correlation. It never
@@ -33,6 +34,8 @@ class Operation(enum.StrEnum):
     OFFLOAD = "offload"
     REHYDRATE = "rehydrate"
     GUARD = "guard"
+    COMPRESS = "compress"
+    """A pluggable compressor's answer for a stored worker output was used, or refused."""
 
 
 class ContentKind(enum.StrEnum):
@@ -83,6 +86,14 @@ class GuardOutcome(enum.StrEnum):
     """Sent without a window check: no window is known for the model (not a failure)."""
 
 
+class CompressOutcome(enum.StrEnum):
+    """The outcome of a compressor decision (working context): its answer became the preview,
+    or the deterministic projector's preview did."""
+
+    COMPRESSED = "compressed"
+    FALLBACK = "fallback"
+
+
 class Reason(enum.StrEnum):
     """Why a decision came out as it did. Assigned where the decision is made, never parsed."""
 
@@ -101,6 +112,7 @@ class Reason(enum.StrEnum):
     STORE_UNAVAILABLE = "store_unavailable"
     STORE_ERROR = "store_error"
     RECOVERED_SEGMENT = "recovered_segment"
+    DERIVED = "derived"  # offloaded: a tool derived it from a stored artifact (artifact_patch)
     # rehydrate
     VERIFIED = "verified"
     NOT_FOUND = "not_found"
@@ -112,6 +124,13 @@ class Reason(enum.StrEnum):
     RAW_HEAVY_CONTENT = "raw_heavy_content"
     WINDOW_MARGIN = "window_margin"
     UNKNOWN_MODEL = "unknown_model"
+    # compress (working context): why a compressor's answer was used or refused
+    COMPRESSOR_ANSWERED = "compressor_answered"
+    COMPRESSOR_FAILED = "compressor_failed"  # raised (or was unavailable)
+    COMPRESSOR_TIMEOUT = "compressor_timeout"
+    COMPRESSOR_MALFORMED = "compressor_malformed"  # not text, empty, or holds a marker
+    COMPRESSOR_OVERSIZED = "compressor_oversized"  # over its budget, or longer than its input
+    COMPRESSOR_HID_FAILURE = "compressor_hid_failure"  # dropped failure lines the input holds
 
 
 _WITH_REF = frozenset(
@@ -123,7 +142,7 @@ _WITH_REF = frozenset(
 )
 _WITHOUT_REF = frozenset({OffloadOutcome.INLINE, OffloadOutcome.REJECTED, OffloadOutcome.FAILED})
 
-Outcome = OffloadOutcome | RehydrateOutcome | GuardOutcome
+Outcome = OffloadOutcome | RehydrateOutcome | GuardOutcome | CompressOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +150,7 @@ class DecisionEvent:
     """One decision, as tests, operators and sinks see it.
 
     Attributes:
-        operation: ``offload``, ``rehydrate`` or ``guard``.
+        operation: ``offload``, ``rehydrate``, ``guard`` or ``compress``.
         outcome: The categorical outcome.
         content_kind: ``tool_result`` or ``recovered_context``; for the guard, where the content
             sits (``message_text``, ``system_prompt``, ``attachment``...) or ``request``.
@@ -177,6 +196,11 @@ class DecisionEvent:
                 raise UsageError(f"a {self.outcome.value} event must not carry a reference")
         if isinstance(self.outcome, RehydrateOutcome) and self.ref is None:
             raise UsageError("a rehydrate event names the reference it was asked for")
+        compress = isinstance(self.outcome, CompressOutcome)
+        if compress != (self.operation is Operation.COMPRESS):
+            raise UsageError("a compress outcome belongs to a compress event, and only there")
+        if compress and self.ref is None:
+            raise UsageError("a compress event names the stored output it previewed")
         if self.tool is not None and _ID.fullmatch(self.tool) is None:
             raise UsageError("an event tool name must be a short identifier")
         parent = self.parent_agent_id

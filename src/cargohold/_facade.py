@@ -63,6 +63,7 @@ class ScopedStore:
         sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
         complete: bool = True,
         classification: str | None = None,
+        parent: Ref | str | None = None,
     ) -> PutResult:
         """Store ``data`` for this scope. See :class:`~cargohold.PutRequest` for the fields."""
         request = PutRequest(
@@ -73,6 +74,7 @@ class ScopedStore:
             sensitivity=sensitivity,
             complete=complete,
             classification=classification,
+            parent=parent,
         )
         return self._store.put(self._scope, data, request)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import os
 import threading
@@ -218,7 +219,13 @@ class Hold:
         self._reader = Rehydrator(
             self._scoped, reporter=reporter, default_budget=settings.read_budget
         )
-        self._tools = ReadToolset(self._reader, self._scoped, default_budget=settings.read_budget)
+        self._tools = ReadToolset(
+            self._reader,
+            self._scoped,
+            default_budget=settings.read_budget,
+            reporter=reporter,
+            ttl=ttl,
+        )
         self._guard: Guard | None = None
 
     def __repr__(self) -> str:
@@ -397,7 +404,10 @@ class Hold:
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolAnswer:
         """Run a read tool the model called; never raises for the model's mistakes."""
-        return self._slide(self._tools.call(name, arguments))
+        answer = self._tools.call(name, arguments)
+        if answer.ok and answer.parent is not None:  # artifact_patch read its parent whole
+            self._slide(dataclasses.replace(answer, ref=answer.parent))
+        return self._slide(answer)
 
     def guard(self, request: Any, *, format: str, model: str | None = None) -> GuardReport:
         """Run the edge guard on a request about to be sent (see :meth:`cargohold.Guard.check`).

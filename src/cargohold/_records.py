@@ -182,6 +182,10 @@ class PutRequest:
         sensitivity: ``public``, ``internal`` (default) or ``restricted``.
         complete: ``False`` when the producer truncated its own output.
         classification: The projection class, once decided.
+        parent: The artifact these bytes were derived from (by ``artifact_patch``, say), as a
+            :class:`Ref` or its canonical string; ``None`` for bytes a tool produced. The store
+            records the writer's claim as given and does not look the parent up: whoever
+            derives the bytes reads the parent first, through the same owner checks.
     """
 
     media_type: str | None = None
@@ -191,6 +195,7 @@ class PutRequest:
     sensitivity: Sensitivity | str = Sensitivity.INTERNAL
     complete: bool = True
     classification: str | None = None
+    parent: Ref | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +204,11 @@ class ArtifactRecord:
 
     Only ``ref``, ``size``, ``media_type``, ``kind``, ``complete`` and ``tool`` may appear in a stub
     or an event; the owner scope and timestamps stay with the store and its operators.
+
+    ``parent`` is the artifact the bytes were derived from (``None`` for bytes a tool produced).
+    Like every field but the expiry, it is the first live write's: the same owner putting the
+    same bytes again, with another parent or none, gets this record back unchanged (one artifact,
+    one history); a put over an expired record starts a fresh one, parent included.
     """
 
     ref: Ref
@@ -214,6 +224,7 @@ class ArtifactRecord:
     task: str | None = field(default=None, repr=False)
     worker: str | None = field(default=None, repr=False)
     agent: str | None = field(default=None, repr=False)
+    parent: Ref | None = None
 
 
 @dataclass(frozen=True, slots=True)

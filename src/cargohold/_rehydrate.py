@@ -332,8 +332,8 @@ class Rehydrator:
         count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         stop = count if end is None else min(end, count)
         first = min(start, stop + 1)
-        begin = _line_offset(data, first)
-        finish = _line_offset(data, stop + 1)
+        begin = line_offset(data, first)
+        finish = line_offset(data, stop + 1)
         text = data[begin:finish].decode("utf-8", "replace")
         size = utf8_len(text)
         if size > limit:
@@ -834,7 +834,7 @@ def _window(line: memoryview, first: int, last: int) -> str:
     return head + tail
 
 
-def _line_offset(data: bytes, line: int) -> int:
+def line_offset(data: bytes, line: int) -> int:
     """The byte offset where 1-based ``line`` begins (``len(data)`` past the last line).
 
     Newlines are counted a mebibyte at a time, then by halving inside one: a few C-speed scans

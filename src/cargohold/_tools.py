@@ -1,10 +1,16 @@
 """The read tools as data: what a stub advertises, ready for any model API or MCP.
 
-Five tools, framework-neutral: each has a name, a description written for a model and the JSON
+Six tools, framework-neutral: each has a name, a description written for a model and the JSON
 Schema of its arguments, exportable as an OpenAI function tool (chat and responses), an Anthropic
 tool and an MCP tool. :meth:`ReadToolset.call` runs one and always returns a :class:`ToolAnswer`:
 ``.text`` for the model, and a structured part (outcome, exact byte span, total size, SHA-256 of
 the returned bytes) with which a client can page through a body and reassemble it exactly.
+
+Five read; ``artifact_patch`` derives: it applies a JSON Patch or line and byte edits to an
+artifact the model never saw (see :mod:`cargohold._patch`), stores the result with the old
+reference as its parent, and answers with the new reference and a summary of the change, never
+the body. The model then passes the new reference on (to a proxied tool that takes references,
+say), so a 300 KB document is changed and written back without its bytes entering the context.
 
 A mistake the model made (a malformed reference, a bad regular expression or JMESPath expression,
 an answer over its budget, a reference that is missing or expired) is an answer whose text says
@@ -30,15 +36,34 @@ import jmespath
 import jmespath.exceptions
 import re2
 
-from cargohold._errors import CargoholdError, UsageError
-from cargohold._events import DecisionEvent
+from cargohold import _patch
+from cargohold._cpu import CPU_BOUND
+from cargohold._errors import CargoholdError, RejectedError, UsageError
+from cargohold._events import (
+    ContentKind,
+    DecisionEvent,
+    OffloadOutcome,
+    Operation,
+    Reason,
+    RehydrateOutcome,
+    Reporter,
+    record,
+)
 from cargohold._facade import ScopedStore
-from cargohold._records import MAX_READ_BYTES, ReadOutcome
+from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome
 from cargohold._ref import Ref
 from cargohold._rehydrate import RehydrateResult, Rehydrator
+from cargohold._text import utf8_len
+from cargohold._tokens import estimate_tokens
 
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 """The outcome of a call the model got wrong before anything was read."""
+CONFLICT: Final = _patch.CONFLICT
+"""``artifact_patch``: the patch does not apply to the artifact's exact bytes (a ``test`` that
+fails, a path or range that is not there, a JSON Patch on a body that is not JSON)."""
+REJECTED: Final = _patch.REJECTED
+"""``artifact_patch``: the result would be over a store limit (its size, a quota)."""
+PATCH_TOOL: Final = "artifact_patch"
 
 _REF_ARG = {
     "type": "string",
@@ -54,11 +79,17 @@ _BUDGET_ARG = {
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One read tool: its name, a description for a model, and its arguments' JSON Schema."""
+    """One read tool: its name, a description for a model, and its arguments' JSON Schema.
+
+    Attributes:
+        read_only: ``False`` for a tool that stores something (``artifact_patch`` stores the
+            artifact it derives; it changes nothing already stored).
+    """
 
     name: str
     description: str
     parameters: Mapping[str, Any]
+    read_only: bool = True
 
     def openai(self) -> dict[str, Any]:
         """As an OpenAI Chat Completions function tool."""
@@ -90,12 +121,17 @@ class ToolSpec:
         }
 
     def mcp(self) -> dict[str, Any]:
-        """As an MCP ``Tool`` (``tools/list`` item), read-only and idempotent."""
+        """As an MCP ``Tool`` (``tools/list`` item): idempotent, closed-world, and read-only
+        unless it stores (then non-destructive: it only adds)."""
+        annotations: dict[str, bool] = {"readOnlyHint": self.read_only}
+        if not self.read_only:
+            annotations["destructiveHint"] = False
+        annotations.update(idempotentHint=True, openWorldHint=False)
         return {
             "name": self.name,
             "description": self.description,
             "inputSchema": dict(self.parameters),
-            "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+            "annotations": annotations,
         }
 
 
@@ -177,8 +213,73 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
             budget=_BUDGET_ARG,
         ),
     ),
+    ToolSpec(
+        PATCH_TOOL,
+        "Change an artifact without reading or re-sending it: give `json_patch` (RFC 6902 "
+        "operations: add, remove, replace, move, copy, test) for a JSON artifact, or `edits` "
+        "(replace lines start_line..end_line, 1-based and inclusive, with `lines`; or bytes "
+        "offset..offset+length with `text`) for any artifact. Every coordinate refers to the "
+        "artifact as `ref` names it; put a `test` first to check the value you change. Answers "
+        "with a NEW reference (the old one stays as it was) and what changed: operations, "
+        "bytes and lines before and after, the changed lines. Pass the new reference to a tool "
+        "that takes artifact:// arguments.",
+        _schema(
+            ["ref"],
+            ref={
+                "type": "string",
+                "description": "The artifact to change, artifact://sha256/<64 hex>: the patch "
+                "applies to exactly those bytes.",
+            },
+            json_patch={
+                "type": "array",
+                "description": "A JSON Patch (RFC 6902), applied all or nothing, e.g. "
+                '[{"op": "test", "path": "/rows/3/status", "value": "open"}, {"op": '
+                '"replace", "path": "/rows/3/status", "value": "paid"}]. The result keeps '
+                "the document's formatting (indentation, separators).",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "enum": list(_patch.JSON_PATCH_OPS)},
+                        "path": {"type": "string", "description": "A JSON Pointer."},
+                        "from": {"type": "string", "description": "move and copy: a JSON Pointer."},
+                        "value": {"description": "add, replace, test: any JSON value."},
+                    },
+                    "required": ["op", "path"],
+                },
+                "minItems": 1,
+                "maxItems": _patch.MAX_OPERATIONS,
+            },
+            edits={
+                "type": "array",
+                "description": "Edits applied together; they must not overlap. A line edit "
+                "replaces lines start_line..end_line (end_line defaults to start_line; "
+                "end_line = start_line - 1 inserts before start_line) with `lines`, one string "
+                "per line without its line break ([] deletes them). A byte edit replaces "
+                "`length` bytes (default 0) at `offset` with `text`.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "start_line": {"type": "integer", "minimum": 1},
+                        "end_line": {"type": "integer", "minimum": 0},
+                        "lines": {"type": "array", "items": {"type": "string"}},
+                        "offset": {"type": "integer", "minimum": 0},
+                        "length": {"type": "integer", "minimum": 0},
+                        "text": {"type": "string"},
+                    },
+                    "additionalProperties": False,
+                    "anyOf": [
+                        {"required": ["start_line", "lines"]},
+                        {"required": ["offset", "text"]},
+                    ],
+                },
+                "minItems": 1,
+                "maxItems": _patch.MAX_OPERATIONS,
+            },
+        ),
+        read_only=False,
+    ),
 )
-"""The read tools, in the order a stub names them."""
+"""The read tools, in the order a stub names them (``artifact_patch``, which derives, last)."""
 
 TOOL_NAMES: Final = tuple(spec.name for spec in SPECS)
 
@@ -201,7 +302,15 @@ class ToolAnswer:
         sha256: SHA-256 of the returned bytes (the text's UTF-8, or the decoded base64).
         encoding: ``utf-8`` or ``base64``: how the returned bytes are carried in ``content``.
         content: The returned content without the segment's marker lines (resolved only).
-        event: The decision's event, when a read was decided.
+        event: The decision's event, when a read was decided (for ``artifact_patch``, the
+            storing of the new artifact, or the read of the old one when that did not resolve).
+        parent: ``artifact_patch``: the reference the new artifact (``ref``) was derived from.
+        change: ``artifact_patch``: what changed, as counts and line numbers (never content):
+            ``method``, ``operations``, ``bytes_before``/``bytes_after``,
+            ``lines_before``/``lines_after``, ``lines_removed``/``lines_added`` (and whether
+            those are ``exact``), the changed lines ``first_line``..``last_line`` of the new
+            artifact, ``formatting`` and ``style`` (JSON Patch), ``media_type``, ``unchanged``
+            and ``existing`` (the same bytes were already stored).
     """
 
     tool: str
@@ -216,10 +325,13 @@ class ToolAnswer:
     encoding: str = "utf-8"
     content: str | None = field(default=None, repr=False)
     event: DecisionEvent | None = field(default=None, repr=False)
+    parent: Ref | None = None
+    change: Mapping[str, Any] | None = field(default=None, hash=False)
 
     @property
     def ok(self) -> bool:
-        """Whether the call was answered with content (or facts, for ``artifact_info``)."""
+        """Whether the call was answered with content (or facts, for ``artifact_info``; or a
+        new reference, for ``artifact_patch``)."""
         return self.outcome == ReadOutcome.RESOLVED.value
 
     @property
@@ -236,8 +348,12 @@ class ToolAnswer:
         return self.content.encode("utf-8", "surrogatepass")
 
     def structured(self) -> dict[str, Any]:
-        """The structured part: JSON-ready, never the content itself."""
-        return {
+        """The structured part: JSON-ready, never the content itself.
+
+        ``change`` appears in an ``artifact_patch`` answer that resolved, and ``parent`` when
+        that answer names a new artifact; the other tools' answers have neither.
+        """
+        facts: dict[str, Any] = {
             "tool": self.tool,
             "outcome": self.outcome,
             "ref": None if self.ref is None else str(self.ref),
@@ -248,6 +364,11 @@ class ToolAnswer:
             "sha256": self.sha256,
             "encoding": self.encoding,
         }
+        if self.parent is not None:
+            facts["parent"] = str(self.parent)
+        if self.change is not None:
+            facts["change"] = dict(self.change)
+        return facts
 
 
 class _Mistake(Exception):
@@ -279,22 +400,37 @@ class ReadToolset:
 
     Args:
         rehydrator: The verified, budgeted reads of one scope.
-        store: The same scope's store (for ``artifact_info``).
+        store: The same scope's store (for ``artifact_info``, and where ``artifact_patch``
+            stores what it derives).
         default_budget: Budget of a call that names none.
+        reporter: Where ``artifact_patch`` reports its decisions (the reads report through
+            ``rehydrator``); ``None`` reports nothing.
+        ttl: The TTL of artifacts ``artifact_patch`` stores; the store's default when ``None``.
     """
 
-    __slots__ = ("_default_budget", "_handlers", "_reader", "_store")
+    __slots__ = ("_default_budget", "_handlers", "_reader", "_reporter", "_store", "_ttl")
 
-    def __init__(self, rehydrator: Rehydrator, store: ScopedStore, *, default_budget: int) -> None:
+    def __init__(
+        self,
+        rehydrator: Rehydrator,
+        store: ScopedStore,
+        *,
+        default_budget: int,
+        reporter: Reporter | None = None,
+        ttl: float | None = None,
+    ) -> None:
         self._reader = rehydrator
         self._store = store
         self._default_budget = default_budget
+        self._reporter = reporter
+        self._ttl = ttl
         self._handlers: dict[str, Callable[[Mapping[str, Any]], ToolAnswer]] = {
             "artifact_info": self._info,
             "artifact_read": self._read,
             "artifact_read_lines": self._read_lines,
             "artifact_grep": self._grep,
             "artifact_query": self._query,
+            PATCH_TOOL: self._patch,
         }
 
     def __repr__(self) -> str:
@@ -365,6 +501,7 @@ class ReadToolset:
             "tool": record.tool,
             "complete": record.complete,
             "expires_at": datetime.fromtimestamp(record.expires, UTC).isoformat(timespec="seconds"),
+            "parent": None if record.parent is None else str(record.parent),
         }
         text = json.dumps(facts, separators=(",", ":"))
         return ToolAnswer(
@@ -426,6 +563,133 @@ class ReadToolset:
             ) from None
         return self._answer("artifact_query", result)
 
+    def _patch(self, args: Mapping[str, Any]) -> ToolAnswer:
+        ref = _ref(args)
+        json_patch, edits = args.get("json_patch"), args.get("edits")
+        if (json_patch is None) == (edits is None):
+            raise _Mistake(
+                "give exactly one of json_patch (RFC 6902 operations, for a JSON artifact) or "
+                "edits (line or byte ranges, for any artifact)."
+            )
+        try:  # the call's shape is checked before a byte is read
+            operations = _patch.check_json_patch(json_patch) if json_patch is not None else []
+            edit_list = _patch.check_edits(edits) if edits is not None else []
+        except _patch.PatchError as exc:
+            raise _Mistake(str(exc)) from None
+        limit = self._store.store.limits.max_artifact_bytes
+        old = self._store.read(ref)  # whole and verified: the patch applies to exactly these
+        read_event = record(
+            self._reporter,
+            Operation.REHYDRATE,
+            RehydrateOutcome(old.outcome.value),
+            ContentKind.TOOL_ARGUMENTS,
+            _READ_REASONS[old.outcome],
+            observed_bytes=0 if old.record is None else old.record.size,
+            limit_bytes=limit,
+            ref=str(ref),
+            tool=PATCH_TOOL,
+        )
+        if not old.ok or old.data is None or old.record is None:
+            answer = _refused(
+                PATCH_TOOL, ref, old.outcome, None if old.record is None else old.record.size
+            )
+            return _with_event(answer, read_event)
+        parent = old.record
+        try:
+            with CPU_BOUND:  # parsing and writing a whole body: see cargohold._cpu
+                if operations:
+                    derived = _patch.apply_json_patch(old.data, operations, max_bytes=limit)
+                else:
+                    derived = _patch.apply_edits(old.data, edit_list, max_bytes=limit)
+                change = _patch.line_change(old.data, derived.data)
+        except _patch.PatchError as exc:
+            if exc.outcome == INVALID_ARGUMENTS:
+                raise _Mistake(str(exc)) from None
+            answer = ToolAnswer(
+                PATCH_TOOL, exc.outcome, f"{PATCH_TOOL}: {exc.outcome}: {exc}", ref, size=None
+            )
+            if exc.outcome == REJECTED:
+                reason = _LIMIT_REASONS.get(exc.reason or "", Reason.ARTIFACT_TOO_LARGE)
+                return _with_event(answer, self._stored(OffloadOutcome.REJECTED, reason, 0, None))
+            return _with_event(answer, read_event)
+        if derived.data == old.data:
+            facts = _change_facts(derived, change, parent, unchanged=True, existing=True)
+            text = _patch_text(ref, ref, facts)
+            return ToolAnswer(
+                PATCH_TOOL,
+                ReadOutcome.RESOLVED.value,
+                text,
+                ref,
+                size=parent.size,
+                sha256=ref.digest,
+                event=read_event,
+                change=facts,
+            )
+        try:
+            put = self._store.put(
+                derived.data,
+                media_type=parent.media_type,
+                kind=parent.kind,
+                tool=PATCH_TOOL,
+                ttl=self._ttl,
+                sensitivity=parent.sensitivity,
+                complete=parent.complete,
+                classification=parent.classification,
+                parent=ref,
+            )
+        except RejectedError as exc:
+            reason = _LIMIT_REASONS.get(exc.reason, Reason.STORE_ERROR)
+            text = (
+                f"{PATCH_TOOL}: rejected: the store refused the result ({exc.reason}: "
+                f"{len(derived.data):,} bytes); nothing was stored."
+            )
+            answer = ToolAnswer(PATCH_TOOL, REJECTED, text, ref)
+            refused = self._stored(OffloadOutcome.REJECTED, reason, len(derived.data), None)
+            return _with_event(answer, refused)
+        facts = _change_facts(derived, change, parent, unchanged=False, existing=put.existing)
+        text = _patch_text(put.ref, ref, facts)
+        outcome, reason = (
+            (OffloadOutcome.EXISTING_REFERENCE, Reason.IDENTICAL_CONTENT)
+            if put.existing
+            else (OffloadOutcome.OFFLOADED, Reason.DERIVED)
+        )
+        event = self._stored(outcome, reason, len(derived.data), put.ref, context=utf8_len(text))
+        return ToolAnswer(
+            PATCH_TOOL,
+            ReadOutcome.RESOLVED.value,
+            text,
+            put.ref,
+            size=put.record.size,
+            sha256=put.ref.digest,
+            event=event,
+            parent=ref,
+            change=facts,
+        )
+
+    def _stored(
+        self,
+        outcome: OffloadOutcome,
+        reason: Reason,
+        size: int,
+        ref: Ref | None,
+        *,
+        context: int = 0,
+    ) -> DecisionEvent:
+        """The decision to store (or not) a derived artifact: one ``offload`` event."""
+        return record(
+            self._reporter,
+            Operation.OFFLOAD,
+            outcome,
+            ContentKind.TOOL_RESULT,
+            reason,
+            observed_bytes=size,
+            limit_bytes=self._store.store.limits.max_artifact_bytes,
+            ref=None if ref is None else str(ref),
+            tool=PATCH_TOOL,
+            context_bytes=context,
+            estimated_tokens=estimate_tokens(size),
+        )
+
     # -- answers --------------------------------------------------------------------------
 
     def _budget(self, args: Mapping[str, Any]) -> int:
@@ -463,6 +727,107 @@ class ReadToolset:
             content=content,
             event=result.event,
         )
+
+
+_READ_REASONS = {
+    ReadOutcome.RESOLVED: Reason.VERIFIED,
+    ReadOutcome.MISSING: Reason.NOT_FOUND,
+    ReadOutcome.UNAUTHORIZED: Reason.OWNER_MISMATCH,
+    ReadOutcome.STALE: Reason.DIGEST_MISMATCH,
+    ReadOutcome.EXPIRED: Reason.TTL_ELAPSED,
+    ReadOutcome.OVER_BUDGET: Reason.BUDGET_EXCEEDED,
+}
+_LIMIT_REASONS = {
+    "artifact_too_large": Reason.ARTIFACT_TOO_LARGE,
+    "session_objects": Reason.SESSION_OBJECTS,
+    "session_bytes": Reason.SESSION_BYTES,
+    "store_objects": Reason.STORE_OBJECTS,
+    "store_bytes": Reason.STORE_BYTES,
+    "sensitivity": Reason.SENSITIVITY,
+}
+
+
+def _change_facts(
+    derived: _patch.Derived,
+    change: _patch.LineChange,
+    parent: ArtifactRecord,
+    *,
+    unchanged: bool,
+    existing: bool,
+) -> dict[str, Any]:
+    """What an ``artifact_patch`` did, as counts and line numbers: never content."""
+    return {
+        "method": derived.method,
+        "operations": dict(derived.operations),
+        "bytes_before": parent.size,
+        "bytes_after": len(derived.data),
+        "lines_before": change.lines_before,
+        "lines_after": change.lines_after,
+        "lines_removed": 0 if unchanged else change.removed,
+        "lines_added": 0 if unchanged else change.added,
+        "exact": change.exact,
+        "first_line": None if unchanged else change.first_line,
+        "last_line": None if unchanged else change.last_line,
+        "formatting": derived.formatting,
+        "style": derived.style,
+        "media_type": parent.media_type,
+        "unchanged": unchanged,
+        "existing": existing,
+    }
+
+
+def _patch_text(new: Ref, old: Ref, facts: Mapping[str, Any]) -> str:
+    """The model's view of an ``artifact_patch`` answer: a few bounded lines, no content."""
+    total = sum(facts["operations"].values())
+    if facts["method"] == "json_patch":
+        kinds = ", ".join(f"{name} {count}" for name, count in facts["operations"].items())
+        applied = f"{total} JSON Patch operation{'s' if total != 1 else ''} applied ({kinds})"
+    else:
+        kinds = ", ".join(
+            f"{count} {'line' if kind == 'lines' else 'byte'} edit{'s' if count != 1 else ''}"
+            for kind, count in facts["operations"].items()
+        )
+        applied = f"{kinds} applied"
+    if facts["unchanged"]:
+        return (
+            f"{PATCH_TOOL}: resolved: {applied}, and the result is the very same bytes: "
+            f"{old} is unchanged and nothing new was stored."
+        )
+    before, after = facts["bytes_before"], facts["bytes_after"]
+    first, last = facts["first_line"], facts["last_line"]
+    counts = f"{facts['lines_removed']:,} removed, {facts['lines_added']:,} added"
+    if not facts["exact"]:
+        counts = f"at most {counts}"
+    if last > first:
+        where = f"lines {first:,} to {last:,}"
+    else:
+        where = f"line {first:,}" if last == first else f"before line {first:,} (lines removed)"
+    lines = [
+        f"{PATCH_TOOL}: resolved: {new}",
+        f"derived from {old} ({facts['media_type']}); {applied}"
+        + ("; the same bytes were already stored" if facts["existing"] else ""),
+        f"bytes {before:,} -> {after:,} ({after - before:+,}); lines {facts['lines_before']:,}"
+        f" -> {facts['lines_after']:,}: {counts}; the changes lie in {where} of the new artifact",
+    ]
+    if facts["formatting"] == "preserved":
+        lines.append(f"formatting preserved ({facts['style']}): only the patched values changed")
+    elif facts["formatting"] == "reformatted":
+        lines.append(
+            "formatting: the original's could not be reproduced exactly (numbers or spacing "
+            f"written in another way), so the whole document was re-serialized "
+            f"({facts['style']}); the data is the same but for the patch"
+        )
+    check = (
+        f"check it: artifact_read_lines on the new reference, start_line={first} "
+        f"end_line={min(last, first + 20)}; "
+        if last >= first
+        else ""
+    )
+    lines.append(
+        f"{check}pass the new reference to a tool that takes artifact:// arguments. The old "
+        "reference still names the old bytes."
+    )
+    return "\n".join(lines)
 
 
 def _with_event(answer: ToolAnswer, event: DecisionEvent) -> ToolAnswer:

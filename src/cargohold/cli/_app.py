@@ -325,10 +325,11 @@ def show(ref: str, as_json: bool) -> None:
     """Show the metadata of REF (a reference, or a unique prefix of its digest).
 
     Shows size, media type, kind, producing tool, sensitivity, whether the body is complete,
-    when it was created and when it expires (UTC), and its classification. The kind is the one
-    the producer named (`put --kind`), else the kind a stub of the bytes states (json, log,
-    code (python)...), detected from the first 64 KiB. An expired artifact is shown, and the
-    exit status is 6.
+    when it was created and when it expires (UTC), its classification, and the artifact it was
+    derived from (its parent, e.g. by artifact_patch), if any. The kind is the one the
+    producer named (`put --kind`), else the kind a stub of the bytes states (json, log, code
+    (python)...), detected from the first 64 KiB. An expired artifact is shown, and the exit
+    status is 6.
 
     \b
     Examples:
@@ -361,6 +362,7 @@ def show(ref: str, as_json: bool) -> None:
             ("created", fields["created"]),
             ("expires", expires),
             ("classification", _dash(record.classification)),
+            ("parent", _dash(fields["parent"])),
         ]
         for label, value in rows:
             click.echo(f"{click.style(f'{label:<15}', dim=True)}{value}")

@@ -62,8 +62,9 @@ def mcp(address: str | None, per_session: bool) -> None:
 
     The tools (artifact_info, artifact_read, artifact_read_lines, artifact_grep,
     artifact_query) answer within the caller's budget (1 MiB at most) with the exact byte span,
-    size and SHA-256 beside the text; resources/read of artifact://sha256/<hex> returns a body
-    of up to 1 MiB.
+    size and SHA-256 beside the text; artifact_patch derives a changed artifact (JSON Patch, or
+    line and byte edits) and answers with its new reference; resources/read of
+    artifact://sha256/<hex> returns a body of up to 1 MiB.
 
     \b
     Examples:

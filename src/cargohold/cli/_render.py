@@ -44,6 +44,7 @@ def record_fields(record: ArtifactRecord, *, now: float) -> dict[str, Any]:
         "expires": iso_utc(record.expires),
         "expired": record.expires <= now,
         "classification": record.classification,
+        "parent": None if record.parent is None else str(record.parent),
     }
 
 

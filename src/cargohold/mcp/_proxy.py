@@ -103,13 +103,15 @@ T = TypeVar("T")
 
 _PEERS_KEPT: Final = 1024
 _REF_NOTE: Final = (
-    " [cargohold: any string argument may be an artifact://sha256/<hex> reference from a stub; "
-    "the proxy passes the artifact's exact content in its place.]"
+    " [cargohold: any string argument may be an artifact://sha256/<hex> reference from a stub "
+    "or from artifact_patch; the proxy passes the artifact's exact content in its place.]"
 )
 _INSTRUCTIONS: Final = (
     "Heavy tool results reach you as cargohold stubs naming an artifact://sha256/<hex> "
     "reference; read exact bytes back with artifact_read, artifact_read_lines, artifact_grep "
-    "or artifact_query, in pages that fit your budget."
+    "or artifact_query, in pages that fit your budget. To change one without re-sending it, "
+    "artifact_patch (JSON Patch, or line and byte edits) answers with a new reference, which "
+    "tools that take artifact:// arguments accept."
 )
 _FORWARDED = (
     ToolListChangedNotification,

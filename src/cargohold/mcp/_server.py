@@ -2,7 +2,8 @@
 
 For a client that already holds references (from a proxy, from ``cargohold offload``, from an
 agent's own stubs) and needs the exact bytes back: ``artifact_info``, ``artifact_read``,
-``artifact_read_lines``, ``artifact_grep``, ``artifact_query`` (every tool of
+``artifact_read_lines``, ``artifact_grep``, ``artifact_query``, and ``artifact_patch``, which
+derives a changed artifact without the body entering the context (every tool of
 :data:`cargohold._tools.SPECS`), and ``resources/read`` of ``artifact://sha256/<hex>``.
 """
 
@@ -49,7 +50,9 @@ INSTRUCTIONS: Final = (
     "Heavy tool results were kept out of this context by cargohold; each stub names an "
     "artifact://sha256/<hex> reference. Read exact bytes back with these tools, in pages that "
     "fit your budget: artifact_info (facts), artifact_read (bytes), artifact_read_lines, "
-    "artifact_grep (RE2), artifact_query (JMESPath on JSON)."
+    "artifact_grep (RE2), artifact_query (JMESPath on JSON). artifact_patch changes one "
+    "(JSON Patch, or line and byte edits) without you re-sending it, and answers with a new "
+    "reference."
 )
 
 

@@ -56,6 +56,7 @@ class PreparedWrite:
     sensitivity: Sensitivity
     complete: bool
     classification: str | None
+    parent: Ref | None
 
 
 def _label(name: str, value: str | None) -> str | None:
@@ -64,6 +65,15 @@ def _label(name: str, value: str | None) -> str | None:
     if not isinstance(value, str) or not 0 < len(value) <= 128 or not value.isprintable():
         raise UsageError(f"{name} must be a printable string of 1 to 128 characters")
     return value
+
+
+def _parent(value: Ref | str | None) -> Ref | None:
+    """The parent of a write, parsed strictly (a malformed one is an error, never dropped)."""
+    if value is None or isinstance(value, Ref):
+        return value
+    if not isinstance(value, str):
+        raise UsageError("parent must be a Ref, its canonical string, or None")
+    return Ref.parse(value)
 
 
 def prepare_write(data: object, request: PutRequest, limits: Limits) -> PreparedWrite:
@@ -75,9 +85,13 @@ def prepare_write(data: object, request: PutRequest, limits: Limits) -> Prepared
     limits.check_artifact(len(body))
     if not isinstance(request.complete, bool):
         raise UsageError("complete must be a bool")
+    parent = _parent(request.parent)
+    ref = Ref(hashlib.sha256(body).hexdigest())
+    if parent == ref:
+        raise UsageError("an artifact cannot be its own parent")
     return PreparedWrite(
         data=body,
-        ref=Ref(hashlib.sha256(body).hexdigest()),
+        ref=ref,
         media_type=media_type,
         kind=_label("kind", request.kind),
         tool=_label("tool", request.tool),
@@ -85,6 +99,7 @@ def prepare_write(data: object, request: PutRequest, limits: Limits) -> Prepared
         sensitivity=sensitivity,
         complete=request.complete,
         classification=_label("classification", request.classification),
+        parent=parent,
     )
 
 
@@ -148,17 +163,24 @@ def verify_range(
 
 RECORD_COLUMNS = (
     "digest, size, media_type, kind, tool, created, expires, sensitivity, complete,"
-    " classification, task, worker, agent"
+    " classification, task, worker, agent, parent"
 )
 """The artifact columns every SQL backend selects, in the order :func:`record_from_row` reads."""
 
+RECORD_WIDTH = len(RECORD_COLUMNS.split(","))
+"""How many values of a row :func:`record_from_row` reads; what a backend selects after them
+starts at this index."""
+
 
 def record_from_row(row: Any) -> ArtifactRecord:
-    """An :class:`ArtifactRecord` from the first 13 values of a row in ``RECORD_COLUMNS`` order."""
-    digest, size, media, kind, tool, created, expires, sens, complete, cls, *attribution = tuple(
-        row
-    )[:13]
-    task, worker, agent = attribution
+    """An :class:`ArtifactRecord` from the first values of a row in ``RECORD_COLUMNS`` order.
+
+    The parent column holds the canonical reference string (checked by the schema).
+    """
+    digest, size, media, kind, tool, created, expires, sens, complete, cls, *rest = tuple(row)[
+        :RECORD_WIDTH
+    ]
+    task, worker, agent, parent = rest
 
     def text(value: object) -> str | None:
         return None if value is None else str(value)
@@ -177,4 +199,5 @@ def record_from_row(row: Any) -> ArtifactRecord:
         task=text(task),
         worker=text(worker),
         agent=text(agent),
+        parent=None if parent is None else Ref.parse(str(parent)),
     )

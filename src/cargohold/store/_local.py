@@ -81,7 +81,6 @@ from cargohold.store._protocol import Clock, Progress
 if TYPE_CHECKING:  # imported when the pool is made: concurrent.futures costs a CLI ~7 ms
     from concurrent.futures import ThreadPoolExecutor
 
-SCHEMA_VERSION = 1
 _STAGE_ATTEMPTS = 8
 """A staged file gc took between its creation and its lock is made again under a new name."""
 _PROBE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -134,6 +133,24 @@ CREATE TABLE stats (
 );
 INSERT INTO stats (id, objects, bytes) VALUES (1, 0, 0);
 """
+"""Version 1 of the index, as the first cargohold made it; later versions are migrations."""
+
+_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        2,
+        (
+            # The artifact a record was derived from, as its canonical reference (NULL for
+            # bytes a tool produced). Adding a nullable column rewrites no row.
+            "ALTER TABLE artifacts ADD COLUMN parent TEXT CHECK (parent IS NULL OR"
+            " (length(parent) = 82 AND parent GLOB 'artifact://sha256/*'"
+            " AND substr(parent, 19) NOT GLOB '*[^0-9a-f]*'))",
+        ),
+    ),
+)
+"""Each step of the index after version 1: its version and the statements that reach it."""
+
+SCHEMA_VERSION = _MIGRATIONS[-1][0]
+"""The index version this cargohold reads and writes."""
 
 _RECORD_COLUMNS = RECORD_COLUMNS
 _OWNED = " WHERE tenant = ? AND user = ? AND session = ?"
@@ -303,9 +320,16 @@ class LocalStore:
                     f"the store's schema is version {version}; this cargohold knows up to "
                     f"{SCHEMA_VERSION}: upgrade cargohold"
                 )
+            # The embedded store is one user's: it upgrades itself when opened, inside the write
+            # transaction, so two processes opening an old index at once migrate it once.
             if version == 0:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
+                        db.execute(statement)
+                version = 1
+            for step, statements in _MIGRATIONS:
+                if step > version:
+                    for statement in statements:
                         db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -530,7 +554,7 @@ class LocalStore:
                 db.execute(
                     "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
-                    " agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " agent, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (tenant, user, session, digest) DO UPDATE SET"
                     " expires = max(artifacts.expires, excluded.expires)",
                     (
@@ -548,6 +572,7 @@ class LocalStore:
                         scope.task,
                         scope.worker,
                         scope.agent,
+                        None if write.parent is None else str(write.parent),
                     ),
                 )
         finally:
@@ -574,6 +599,7 @@ class LocalStore:
                 task=scope.task,
                 worker=scope.worker,
                 agent=scope.agent,
+                parent=write.parent,
             )
         return PutResult(write.ref, record, existing=existing, blob_written=blob_written)
 

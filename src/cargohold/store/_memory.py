@@ -109,6 +109,7 @@ class MemoryStore:
                 task=scope.task,
                 worker=scope.worker,
                 agent=scope.agent,
+                parent=write.parent,
             )
             if blob_written:
                 self._blobs[blob_key] = _Blob(bytearray(write.data), chunk_digests(write.data))

@@ -98,6 +98,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        3,
+        "the artifact each record was derived from (its parent)",
+        (
+            # The parent's canonical reference, NULL for bytes a tool produced. A nullable
+            # column without a default is added without rewriting the table.
+            'ALTER TABLE {schema}.artifacts ADD COLUMN parent text COLLATE "C"'
+            " CHECK (parent ~ '^artifact://sha256/[0-9a-f]{{64}}$')",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -85,6 +85,8 @@ from cargohold._ref import Ref
 from cargohold._scope import Scope
 from cargohold.store import _pg_migrations as migrations
 from cargohold.store._core import (
+    RECORD_COLUMNS,
+    RECORD_WIDTH,
     PreparedWrite,
     chunk_digests,
     clip_range,
@@ -130,10 +132,8 @@ _NO_BUDGET = 1 << 62
 _LOST_CONNECTION_STATES = frozenset({"57P01", "57P02", "57P03"})
 """Admin shutdown, crash shutdown, cannot connect now (plus class 08, connection exceptions)."""
 
-_RECORD_COLUMNS = (
-    "a.digest, a.size, a.media_type, a.kind, a.tool, a.created, a.expires, a.sensitivity,"
-    " a.complete, a.classification, a.task, a.worker, a.agent"
-)
+_RECORD_COLUMNS = ", ".join("a." + column.strip() for column in RECORD_COLUMNS.split(","))
+"""The record columns of :func:`record_from_row`, of the artifacts table aliased ``a``."""
 _OWNED = 'a.tenant = %(tenant)s AND a."user" = %(user)s AND a.session = %(session)s'
 
 # Every statement names its tables through "{s}", the store's checked, quoted schema name, and
@@ -187,16 +187,16 @@ _SQL_TEMPLATES = {
     # expiry still in the future is never shortened (a put's promise stands).
     "upsert_artifact": 'INSERT INTO {s}.artifacts (tenant, "user", session, digest, size,'
     " media_type, kind, tool, created, expires, sensitivity, complete, classification, task,"
-    " worker, agent) VALUES (%(tenant)s, %(user)s, %(session)s, %(digest)s, %(size)s,"
+    " worker, agent, parent) VALUES (%(tenant)s, %(user)s, %(session)s, %(digest)s, %(size)s,"
     " %(media_type)s, %(kind)s, %(tool)s, %(now)s, %(expires)s, %(sensitivity)s, %(complete)s,"
-    " %(classification)s, %(task)s, %(worker)s, %(agent)s)"
+    " %(classification)s, %(task)s, %(worker)s, %(agent)s, %(parent)s)"
     ' ON CONFLICT (tenant, "user", session, digest) DO UPDATE SET size = excluded.size,'
     " media_type = excluded.media_type, kind = excluded.kind, tool = excluded.tool,"
     " created = excluded.created, expires = CASE WHEN {s}.artifacts.expires > %(now)s"
     " THEN greatest({s}.artifacts.expires, excluded.expires) ELSE excluded.expires END,"
     " sensitivity = excluded.sensitivity, complete = excluded.complete,"
     " classification = excluded.classification, task = excluded.task,"
-    " worker = excluded.worker, agent = excluded.agent",
+    " worker = excluded.worker, agent = excluded.agent, parent = excluded.parent",
     "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
     # Insert-if-absent then read, in one statement: the first writer's key wins for everyone.
     "marker_key": "WITH made AS (INSERT INTO {s}.marker_key (id, key) VALUES (1, %(key)s)"
@@ -452,6 +452,7 @@ class PostgresStore:
                     "task": scope.task,
                     "worker": scope.worker,
                     "agent": scope.agent,
+                    "parent": None if write.parent is None else str(write.parent),
                 },
             )
             if blob_written:
@@ -475,6 +476,7 @@ class PostgresStore:
             task=scope.task,
             worker=scope.worker,
             agent=scope.agent,
+            parent=write.parent,
         )
         return PutResult(write.ref, record, existing=False, blob_written=blob_written)
 
@@ -621,7 +623,7 @@ class PostgresStore:
         max_bytes: int | None,
     ) -> ReadResult:
         record = record_from_row(row)
-        chunk_size, chunks, first, data = row[13:]
+        chunk_size, chunks, first, data = row[RECORD_WIDTH:]
         if record.expires <= now:
             return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
         begin, stop = clip_range(record.size, start, end)

@@ -1100,7 +1100,7 @@ def test_stored_artifacts_outlive_their_handle_exactly_when_the_backend_is_durab
     store = store_case.open()
     scoped = ScopedStore(store, ALICE)
     data = body(2 * CHUNK + 1, seed=34)
-    put = scoped.put(data, media_type="text/csv", tool="export")
+    put = scoped.put(data, media_type="text/csv", tool="export", parent=Ref.of(b"its source"))
     listed, usage = scoped.artifacts(), store.store_usage()
 
     again = store_case.reopen(store)
@@ -1213,6 +1213,7 @@ def test_record_fields_round_trip_with_the_media_type_normalized(store_case: Sto
         task="t-1",
         worker="w-1",
         agent="a-1",
+        parent=None,
     )
     assert put.record == expected
     assert scoped.stat(put.ref).record == expected
@@ -1227,8 +1228,123 @@ def test_a_record_without_hints_takes_the_defaults(store: StoreBackend) -> None:
     assert record.media_type == "application/octet-stream"
     assert (record.kind, record.tool, record.classification) == (None, None, None)
     assert (record.task, record.worker, record.agent) == (None, None, None)
+    assert record.parent is None
     assert record.sensitivity is Sensitivity.INTERNAL
     assert record.complete is True
+
+
+# -- derived artifacts: the parent ------------------------------------------------------------
+
+
+def test_a_derived_artifact_records_its_parent_on_every_read_path(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    original = scoped.put(b'{"rows": [1, 2, 3]}', media_type="application/json")
+
+    derived = scoped.put(b'{"rows": [1, 2, 4]}', parent=original.ref)
+
+    assert derived.record.parent == original.ref
+    assert original.record.parent is None
+    assert scoped.stat(derived.ref).record == derived.record
+    assert scoped.read(derived.ref).record == derived.record
+    assert scoped.read(derived.ref, start=2, end=6).record == derived.record
+    assert scoped.touch(derived.ref).record.parent == original.ref  # type: ignore[union-attr]
+    assert [r.parent for r in scoped.artifacts()] == [None, original.ref]
+
+
+def test_a_parent_given_as_its_canonical_string_is_recorded_as_the_same_ref(
+    store: StoreBackend,
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    parent = Ref.of(b"the parent")
+
+    put = scoped.put(b"the child", parent=str(parent))
+
+    assert put.record.parent == parent
+    assert scoped.stat(put.ref).record == put.record
+
+
+@pytest.mark.parametrize(
+    "parent",
+    [
+        "sha256:" + "a" * 64,
+        "artifact://sha256/" + "A" * 64,
+        "artifact://sha256/" + "a" * 63,
+        " artifact://sha256/" + "a" * 64,
+        "a" * 64,
+        42,
+    ],
+)
+def test_a_malformed_parent_is_a_usage_error_and_stores_nothing(
+    store: StoreBackend, parent: object
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    before = _snapshot(store, ALICE)
+
+    with pytest.raises(UsageError):
+        scoped.put(b"the child", parent=parent)  # type: ignore[arg-type]
+
+    assert _snapshot(store, ALICE) == before
+
+
+def test_an_artifact_cannot_be_its_own_parent(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    before = _snapshot(store, ALICE)
+
+    with pytest.raises(UsageError):
+        scoped.put(b"myself", parent=Ref.of(b"myself"))
+
+    assert _snapshot(store, ALICE) == before
+
+
+def test_identical_bytes_put_again_keep_the_first_records_parent(store_case: StoreCase) -> None:
+    """One artifact, one history: a repeated put of live bytes changes no field but the expiry,
+    whatever parent it names (or none)."""
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    first_parent, other_parent = Ref.of(b"parent one"), Ref.of(b"parent two")
+    first = scoped.put(b"derived twice", parent=first_parent)
+
+    with_other = scoped.put(b"derived twice", parent=other_parent)
+    without = scoped.put(b"derived twice")
+
+    assert with_other.existing
+    assert without.existing
+    assert with_other.record.parent == without.record.parent == first_parent
+    assert scoped.stat(first.ref).record == first.record
+
+    produced = scoped.put(b"produced by a tool")
+    later = scoped.put(b"produced by a tool", parent=first_parent)
+    assert later.existing
+    assert later.record.parent is None
+    assert produced.record.parent is None
+
+
+def test_a_put_over_an_expired_record_takes_its_own_parent(store_case: StoreCase) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    old_parent, new_parent = Ref.of(b"old parent"), Ref.of(b"new parent")
+    scoped.put(b"derived", parent=old_parent, ttl=10)
+    store_case.clock.advance(20)
+
+    again = scoped.put(b"derived", parent=new_parent, ttl=100)
+
+    assert not again.existing
+    assert again.record.parent == new_parent
+    assert scoped.stat(again.ref).record == again.record
+
+
+def test_each_owner_records_its_own_parent_for_the_same_bytes(store: StoreBackend) -> None:
+    alice, later, bob = (ScopedStore(store, scope) for scope in (ALICE, ALICE_LATER, BOB))
+    parent = Ref.of(b"alice's parent")
+
+    alice.put(b"shared bytes", parent=parent)
+    later.put(b"shared bytes")
+    bob_put = bob.put(b"shared bytes", parent=Ref.of(b"bob's parent"))
+
+    assert alice.stat(bob_put.ref).record.parent == parent  # type: ignore[union-attr]
+    assert later.stat(bob_put.ref).record.parent is None  # type: ignore[union-attr]
+    assert bob_put.record.parent == Ref.of(b"bob's parent")
 
 
 # -- privacy --------------------------------------------------------------------------------
