@@ -19,6 +19,7 @@ from cargohold.envelopes import (
     AuthorityError,
     BindingChange,
     ContextNotReadyError,
+    Decision,
     Envelope,
     EnvelopeError,
     Missing,
@@ -29,6 +30,7 @@ from cargohold.envelopes import (
     canonical_json,
     check_envelope,
     load_authority,
+    load_facts,
     parse_authority,
     require_ready,
 )
@@ -51,20 +53,24 @@ ROLE_FACTS = {
     Role.PLANNER: {
         "milestone_objective",
         "task_objective",
+        "brief",
         "task_boundary",
         "base",
         "upstream_dependencies",
         "downstream_dependencies",
         "ownership",
+        "sibling_boundaries",
         "unresolved_prerequisites",
     },
     Role.WORKER: {
         "brief",
         "plan",
+        "base",
         "current_step",
         "required_upstream_outputs",
         "write_boundary",
         "ownership",
+        "sibling_boundaries",
         "execution_blockers",
     },
     Role.REVIEWER: {
@@ -76,12 +82,13 @@ ROLE_FACTS = {
         "upstream_dependencies",
         "downstream_dependencies",
         "ownership",
+        "sibling_boundaries",
     },
     Role.COORDINATOR: {
         "milestone_revisions",
         "runnable_tasks",
         "blocked_tasks",
-        "task_revisions",
+        "other_members",
         "unresolved_dependencies",
         "human_gates",
     },
@@ -100,11 +107,12 @@ def binding_keys(envelope: Envelope) -> set[tuple[str, str, str]]:
 
 
 def entries(envelope: Envelope) -> list[dict[str, Any]]:
-    """Every single fact and every collection item of a packet (each names record and fields)."""
+    """Every single fact and every collection item of a packet that names a record and its
+    fields (a sibling boundary names one field and lists its items; a summary holds counts)."""
     found = []
     for fact in envelope.facts.values():
-        found.extend([fact] if "record" in fact else fact["items"])
-    return found
+        found.extend([fact] if "record" in fact else fact.get("items", []))
+    return [entry for entry in found if "fields" in entry]
 
 
 def sourced_values(envelope: Envelope) -> dict[tuple[str, str], Any]:
@@ -141,28 +149,32 @@ def test_every_fact_names_its_source_record_and_field_and_holds_the_authority_va
     for fact in envelope.facts.values():
         if "items" in fact:
             assert set(fact["source"]) == {"record", "field"}
-            assert fact["state"] == ("known" if fact["items"] else "known_empty")
+            summarised = fact.get("summary", {}).get("records", 0)
+            assert fact["state"] == ("known" if fact["items"] or summarised else "known_empty")
+    for item in envelope.facts.get("sibling_boundaries", {}).get("items", []):
+        assert set(item["items"]) <= set(resolve(doc, item["record"], item["field"]))
 
 
 def test_a_planner_binds_only_what_its_facts_rest_on() -> None:
     envelope = packet_of(Role.PLANNER)
 
     assert binding_keys(envelope) == {
-        ("allocation", "A1", "revision"),
         ("allocation", "A2", "revision"),
-        ("allocation", "A3", "revision"),
         ("allocation", "A5", "revision"),
         ("allocation", "A6", "revision"),
-        ("allocation", "A7", "revision"),
         ("dependency", "D1", "revision"),
         ("dependency", "D2", "revision"),
         ("dependency", "D3", "revision"),
+        ("digest", "ownership", "summary"),
+        ("digest", "sibling_boundaries", "boundary.write"),
         ("milestone", "M1", "membership_revision"),
         ("milestone", "M1", "plan_hash"),
         ("milestone", "M1", "revision"),
         ("prerequisite", "P1", "revision"),
         ("task", "T2", "base_branch"),
+        ("task", "T2", "brief_hash"),
         ("task", "T2", "evaluated_base_head"),
+        ("task", "T2", "plan_hash"),
         ("task", "T2", "revision"),
     }
 
@@ -202,19 +214,15 @@ def test_a_coordinator_sees_runnable_and_blocked_tasks_pending_edges_and_require
     envelope = ready(scenario(), Role.COORDINATOR, milestone="M1")
 
     facts = envelope.facts
-    assert [i["record"] for i in facts["runnable_tasks"]["items"]] == ["task:T5"]
-    assert [i["record"] for i in facts["blocked_tasks"]["items"]] == ["task:T3"]
-    assert [i["record"] for i in facts["unresolved_dependencies"]["items"]] == [
-        "dependency:D2",
-        "dependency:D3",
-    ]
+    assert facts["runnable_tasks"]["records"] == ["task:T5"]
+    assert facts["blocked_tasks"]["records"] == ["task:T3"]
+    assert [i["record"] for i in facts["unresolved_dependencies"]["items"]] == ["dependency:D3"]
+    assert facts["unresolved_dependencies"]["rest"]["records"] == 1  # D2, into blocked T3
     assert [i["record"] for i in facts["human_gates"]["items"]] == ["gate:G1", "gate:G3"]
-    assert [i["record"] for i in facts["task_revisions"]["items"]] == [
-        "task:T1",
-        "task:T2",
-        "task:T3",
-        "task:T5",
-    ]
+    assert facts["other_members"]["records"] == 3
+    assert facts["other_members"]["by_status"] == {"blocked": 1, "done": 1, "running": 1}
+    assert ("task", "T5", "revision") in binding_keys(envelope)
+    assert ("digest", "other_members", "tasks") in binding_keys(envelope)
 
 
 def test_a_coordinator_given_a_task_works_on_that_tasks_milestone() -> None:
@@ -262,6 +270,15 @@ def test_each_role_packet_matches_its_snapshot(role: Role) -> None:
     assert envelope.data + b"\n" == expected
 
 
+def test_a_plan_review_packet_matches_its_snapshot() -> None:
+    envelope = ready(scenario(), Role.REVIEWER, task="T3")  # planned: no base commit yet
+
+    expected = (SNAPSHOTS / "reviewer-T3-review_plan.json").read_bytes()
+
+    assert envelope.decision is Decision.REVIEW_PLAN
+    assert envelope.data + b"\n" == expected
+
+
 # -- the five ownership values ------------------------------------------------------------------
 
 
@@ -283,7 +300,7 @@ def test_an_explicitly_unresolved_allocation_is_unresolved() -> None:
 
     coverage = {c["item"]: c["ownership"] for c in envelope.facts["ownership"]["coverage"]}
 
-    assert coverage == {"src/api/export": "owned", "docs/api/export.md": "unresolved"}
+    assert coverage["docs/api/export.md"] == "unresolved"
     assert envelope.ownership_of("docs/api/export.md") is Ownership.UNRESOLVED
 
 
@@ -481,7 +498,7 @@ def test_a_packet_of_another_format_or_with_a_float_is_refused() -> None:
         return json.dumps({"digest": digest, "packet": packet}).encode()
 
     packet = json.loads(packet_of(Role.PLANNER).data)["packet"]
-    other = {**packet, "format": "cargohold.envelope/2"}
+    other = {**packet, "format": "cargohold.envelope/1"}
     floating = {**packet, "budget": 16384.5}
 
     for data in (resealed(other), resealed(floating)):
@@ -552,19 +569,20 @@ def many_allocations_authority(count: int = 300) -> cargohold.envelopes.Authorit
     return parse_authority(doc)
 
 
-def test_a_fact_too_large_for_the_budget_travels_whole_as_a_json_reference(
+def test_ownership_too_large_for_the_budget_is_refused_never_moved_out(
     scoped: cargohold.ScopedStore,
 ) -> None:
     authority = many_allocations_authority(150)
 
-    envelope = ready(authority, Role.WORKER, task="T2", budget=16384, store=scoped)
+    refused = build_envelope(authority, Role.WORKER, task="T2", budget=16384, store=scoped)
+    roomier = ready(authority, Role.WORKER, task="T2", budget=65536, store=scoped)
 
-    stub = envelope.facts["ownership"]
-    assert stub["media_type"] == "application/json"
-    stored = json.loads(scoped.read(stub["artifact"]).raise_for_outcome())
-    assert len(stored["items"]) == 153
-    assert envelope.size <= 16384
-    assert envelope.ownership_of("src/api/export/x.py") is Ownership.NOT_REPRESENTED
+    assert refused.outcome is Outcome.OVER_BUDGET
+    assert refused.reason == "too_large"
+    assert len(roomier.facts["ownership"]["items"]) == 153
+    assert roomier.ownership_of("src/api/export/x.py") is Ownership.OWNED
+    assert roomier.ownership_of("src/api/export/shared_types.py") is Ownership.RESERVED
+    assert "artifact" not in json.dumps(roomier.facts["ownership"])
 
 
 def test_a_packet_whose_bindings_alone_exceed_the_budget_is_over_budget(
@@ -590,7 +608,8 @@ def test_a_check_only_hashes_large_facts_and_writes_nothing(
     result = check_envelope(envelope, authority)
 
     assert result.outcome is Outcome.READY
-    assert len(scoped.artifacts()) == stored == 1
+    # The objective, and the detail behind the packet's two digest bindings.
+    assert len(scoped.artifacts()) == stored == 3
 
 
 # -- the fresh role-separated scenario (section 4.1) --------------------------------------------
@@ -609,27 +628,46 @@ def test_fresh_role_separated_scenario() -> None:
 
     # 4-5. A planner proposal entering a sibling's scope sees the boundary, not the sibling plan.
     planner = packets[Role.PLANNER]
-    proposal = ["src/api/export/csv_writer.py", "src/ui/orders/ExportButton.tsx"]
+    proposal = [
+        "src/api/export/csv_writer.py",
+        "src/api/export/shared_types.py",  # T1's file inside T2's directory
+        "src/api/schema/export_v1.py",  # T1's directory, in T2's read scope
+        "src/ui/orders/ExportButton.tsx",  # T3's, outside T2's scope: never permitted
+    ]
     assert [planner.ownership_of(path) for path in proposal] == [
         Ownership.OWNED,
         Ownership.RESERVED,
+        Ownership.RESERVED,
+        Ownership.NOT_REPRESENTED,
     ]
     boundary = next(
-        item for item in planner.facts["ownership"]["items"] if item["record"] == "allocation:A3"
+        item for item in planner.facts["ownership"]["items"] if item["record"] == "allocation:A6"
     )
-    assert boundary["fields"] == {"path": "src/ui/orders", "state": "owned", "task": "T3"}
-    t3 = record(doc, "task", "T3")
-    for name in SIBLING_INTERNALS:
-        if name in t3:
-            assert t3[name].encode() not in planner.data
+    assert boundary["fields"] == {
+        "path": "src/api/export/shared_types.py",
+        "state": "owned",
+        "task": "T1",
+    }
+    assert planner.facts["sibling_boundaries"]["items"] == [
+        {
+            "record": "task:T1",
+            "field": "boundary.write",
+            "items": ["src/api/export/shared_types.py"],
+        }
+    ]
+    for sibling in ("T1", "T3"):
+        internals = record(doc, "task", sibling)
+        for name in SIBLING_INTERNALS:
+            if name in internals:
+                assert internals[name].encode() not in planner.data
 
     # 6. A relevant revision change: the old result can no longer authorize a transition.
-    grown = parse_authority(bumped(doc, "allocation", "A3", path="src/ui"))
-    assert check_envelope(planner, grown).changed == (
-        BindingChange("allocation", "A3", "revision", 1, 2),
+    moved = parse_authority(bumped(doc, "allocation", "A6"))
+    assert check_envelope(planner, moved).changed == (
+        BindingChange("allocation", "A6", "revision", 1, 2),
     )
     with pytest.raises(ContextNotReadyError):
-        require_ready(planner, grown)
+        require_ready(planner, moved)
 
     # 7. An irrelevant sibling change leaves the local context usable.
     sibling = bumped(
@@ -650,23 +688,49 @@ RELEVANT_CHANGES = [
     ("planner", "dependency", "D1", {"state": "pending"}, "revision"),
     ("planner", "dependency", "D3", {"output": "export file names v2"}, "revision"),
     ("planner", "allocation", "A1", {"path": "src/api"}, "revision"),
-    ("planner", "allocation", "A7", {"path": "src/jobs"}, "revision"),
+    (
+        "planner",
+        "allocation",
+        "A1",
+        {"path": "src/api/schema_v1"},
+        ("digest", "ownership", "summary"),
+    ),
     ("planner", "prerequisite", "P1", {"description": "Legal and DPO approve."}, "revision"),
     ("worker", "task", "T2", {"brief_hash": "sha256:" + "02" * 32}, "brief_hash"),
     ("worker", "task", "T2", {"plan_hash": "sha256:" + "03" * 32}, "plan_hash"),
     ("worker", "task", "T2", {"current_step": "S1"}, "revision"),
+    ("worker", "task", "T2", {"base_commit": "ab" * 20}, "base_commit"),
     ("worker", "dependency", "D1", {"state": "pending"}, "revision"),
-    ("worker", "allocation", "A6", {"path": "src/api/export/types"}, "revision"),
+    ("worker", "allocation", "A6", {}, "revision"),
     ("worker", "blocker", "B1", {"state": "cleared"}, "revision"),
     ("reviewer", "task", "T2", {"base_commit": "ab" * 20}, "base_commit"),
-    ("reviewer", "task", "T2", {"submission": {"head": "cd" * 20}}, "submission.head"),
+    (
+        "reviewer",
+        "task",
+        "T2",
+        {"submission": {"head": "cd" * 20, "evidence": []}},
+        "submission.head",
+    ),
     ("reviewer", "milestone", "M1", {"objective": "Export as XLSX."}, "revision"),
     ("reviewer", "dependency", "D2", {"state": "satisfied"}, "revision"),
     ("reviewer", "allocation", "A5", {"state": "owned", "task": "T2", "claimants": []}, "revision"),
     ("coordinator", "task", "T3", {"status": "runnable"}, "revision"),
-    ("coordinator", "task", "T1", {"objective": "Schema v1.1"}, "revision"),
+    (
+        "coordinator",
+        "task",
+        "T1",
+        {"objective": "Schema v1.1"},
+        ("digest", "other_members", "tasks"),
+    ),
     ("coordinator", "milestone", "M1", {"plan_hash": "sha256:" + "04" * 32}, "plan_hash"),
-    ("coordinator", "dependency", "D2", {"state": "satisfied"}, "revision"),
+    ("coordinator", "dependency", "D3", {"state": "satisfied"}, "revision"),
+    (
+        "coordinator",
+        "dependency",
+        "D2",
+        {"state": "satisfied"},
+        ("digest", "unresolved_dependencies", "rest"),
+    ),
     ("coordinator", "gate", "G3", {"state": "passed"}, "revision"),
 ]
 
@@ -677,17 +741,19 @@ RELEVANT_CHANGES = [
     ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[4]}" for c in RELEVANT_CHANGES],
 )
 def test_acceptance_1_relevant_authority_changes_invalidate_the_old_result(
-    role: str, kind: str, record_id: str, changes: dict[str, Any], field: str
+    role: str, kind: str, record_id: str, changes: dict[str, Any], field: Any
 ) -> None:
     doc = document()
     old = ready(parse_authority(doc), role, task=None if role == "coordinator" else "T2")
     # A hash or membership change comes with a revision bump, as an authority records it.
     later = parse_authority(bumped(doc, kind, record_id, **changes))
+    # A record summarised in the packet is bound through the digest of the summarised set.
+    expected = field if isinstance(field, tuple) else (kind, record_id, field)
 
     result = check_envelope(old, later)
 
     assert result.outcome is Outcome.CONTEXT_STALE
-    assert (kind, record_id, field) in {(c.kind, c.id, c.field) for c in result.changed}
+    assert expected in {(c.kind, c.id, c.field) for c in result.changed}
     with pytest.raises(ContextNotReadyError):
         result.raise_for_outcome()
 
@@ -907,7 +973,13 @@ def test_acceptance_5_missing_authority_fails_closed_as_context_insufficient(
     old = ready(parse_authority(doc), role, task=task)
     lacking = parse_authority(without(doc, removal))
 
-    built = build_envelope(lacking, role, task=task, milestone="M1" if task is None else None)
+    built = build_envelope(
+        lacking,
+        role,
+        task=task,
+        milestone="M1" if task is None else None,
+        decision=old.decision,  # a reviewer whose task lost its base commit still reviews it
+    )
     checked = check_envelope(old, lacking)
 
     assert built.outcome is Outcome.CONTEXT_INSUFFICIENT
@@ -926,22 +998,16 @@ def test_acceptance_5_an_unknown_subject_is_insufficient() -> None:
     assert result.missing == (Missing("subject", "milestone:M9", "id"),)
 
 
-class _RefusingStore:
-    """A store that fails the test if anything is written to it."""
-
-    def put(self, data: bytes, **kwargs: Any) -> Any:
-        raise AssertionError("a packet of small facts must not touch the store")
-
-
 def test_acceptance_6_no_new_mandatory_agent_call_or_lifecycle_stage_is_introduced() -> None:
     authority = scenario()
     pristine = scenario()
 
-    # A build is one pure call: no store write, no registration, no prior stage, any order.
+    # A build is one pure call: no registration, no prior stage, any order; with no long text
+    # it needs no store at all.
     built = {
         role: build_envelope(
             authority, role, task=None if role is Role.COORDINATOR else "T2",
-            milestone="M1" if role is Role.COORDINATOR else None, store=_RefusingStore(),
+            milestone="M1" if role is Role.COORDINATOR else None,
         ).envelope
         for role in reversed(list(Role))
     }  # fmt: skip
@@ -969,23 +1035,37 @@ def test_acceptance_7_no_graph_registry_ownership_or_dependency_model_or_credent
     doc = document()
     authority = parse_authority(doc)
     for role in Role:
-        envelope = ready(authority, role, task=None if role is Role.COORDINATOR else "T2")
+        store = cargohold.ScopedStore(cargohold.MemoryStore(), cargohold.Scope("t", "u", "s"))
+        task = None if role is Role.COORDINATOR else "T2"
+        envelope = ready(authority, role, task=task, store=store)
         packet = json.loads(envelope.data)["packet"]
         # Only the packet's own structure; nothing minted: no credential, expiry or timestamp.
         assert set(packet) == {
-            "format", "role", "subject", "budget", "fact_limit", "facts", "bindings",
+            "format", "role", "decision", "subject", "budget", "fact_limit", "facts", "bindings",
         }  # fmt: skip
         assert not any(word in key for key in _keys(packet) for word in FORBIDDEN_KEYS)
-        # Freshness reuses the authority's own revisions and hashes.
+        # Freshness reuses the authority's own revisions and hashes; a digest binding is the
+        # hash of the records it binds, each with its own revision.
+        details = load_facts(envelope, store).details
         for b in envelope.bindings:
-            assert resolve(doc, b.record, b.field) == b.value
-        # Ownership and dependency facts are the authority's records, projected verbatim.
+            if b.kind != "digest":
+                assert resolve(doc, b.record, b.field) == b.value
+                continue
+            detail = details[b.value]
+            assert "sha256:" + hashlib.sha256(canonical_json(detail)).hexdigest() == b.value
+            for item in detail["items"]:
+                if "revision" in item:
+                    assert resolve(doc, item["record"], "revision") == item["revision"]
+        # Ownership and dependency facts are the authority's records, projected verbatim (a
+        # coordinator leaves out what an edge provides: prose its decision does not need).
         for fact in envelope.facts.values():
             for item in fact.get("items", []):
                 if item["record"].split(":")[0] in ("allocation", "dependency"):
                     kind, _, record_id = item["record"].partition(":")
                     raw = dict(record(doc, kind, record_id))
                     del raw["id"], raw["revision"]
+                    if role is Role.COORDINATOR:
+                        del raw["output"]
                     assert item["fields"] == raw
 
 

@@ -159,9 +159,7 @@ def test_check_exits_0_while_the_packet_holds(store: Path, tmp_path: Path) -> No
 def test_check_exits_11_naming_the_changed_binding_when_stale(store: Path, tmp_path: Path) -> None:
     packet = tmp_path / "planner.json"
     packet.write_bytes(run(store, *build_args(SCENARIO_TOML, "planner")).stdout_bytes)
-    later = write_json(
-        tmp_path / "later.json", bumped(document(), "allocation", "A3", path="src/ui")
-    )
+    later = write_json(tmp_path / "later.json", bumped(document(), "allocation", "A6"))
 
     human = run(store, "envelope", "check", str(packet), "--authority", str(later))
     as_json = run(store, "envelope", "check", str(packet), "--authority", str(later), "--json")
@@ -170,7 +168,7 @@ def test_check_exits_11_naming_the_changed_binding_when_stale(store: Path, tmp_p
     report = json.loads(as_json.stdout)
     assert report["outcome"] == "context-stale"
     assert report["changed"] == [
-        {"record": "allocation:A3", "field": "revision", "before": 1, "after": 2}
+        {"record": "allocation:A6", "field": "revision", "before": 1, "after": 2}
     ]
 
 
@@ -277,7 +275,9 @@ def test_the_cli_mirrors_the_librarys_roles_and_limits_without_importing_it_at_s
     from cargohold.cli import _envelope as command
 
     assert tuple(r.value for r in Role) == command.ROLES
+    assert tuple(d.value for d in envelopes.Decision) == command.DECISIONS
     assert set(command.OUTCOME_EXIT) == {o.value for o in envelopes.Outcome}
+    assert command.MAX_AUTHORITY_BYTES == envelopes._source.MAX_AUTHORITY_BYTES
     assert (
         command.DEFAULT_BUDGET,
         command.DEFAULT_FACT_LIMIT,

@@ -112,9 +112,11 @@ def authorities(draw: st.DrawFn) -> dict[str, Any]:
         }
         if complete or draw(st.booleans()):
             task["steps"] = [
-                {"id": "S0", "title": draw(texts)},
+                {"id": "S0", "title": draw(texts), "requires": []},
                 {"id": "S1", "requires": steps},
             ]
+            if not complete and draw(st.booleans()):
+                del task["steps"][0]["requires"]  # not represented: never "needs nothing"
             task["current_step"] = draw(st.sampled_from(["S0", "S1"]))
         tasks.append({k: v for k, v in task.items() if v is not None})
     doc["tasks"] = tasks
@@ -218,6 +220,8 @@ def test_packets_are_deterministic_and_within_budget_for_any_authority(
         assert Envelope.parse(first.envelope.data) == first.envelope
     elif first.outcome is Outcome.CONTEXT_INSUFFICIENT:
         assert first.missing
+    elif first.outcome is Outcome.CONTEXT_CONFLICT:
+        assert first.conflicts
     else:
         assert first.outcome is Outcome.OVER_BUDGET
         assert first.reason == "too_large"

@@ -21,7 +21,7 @@
     ├── ContextWindowExceededError    a request does not fit the model's window (guard)
     ├── ContextWindowUnknownError     a strict guard knows no window for the model (guard)
     ├── DispositionRefusedError       an attachment disposition that cannot be applied (guard)
-    ├── ContextNotReadyError          a role packet that is stale or insufficient (envelopes)
+    ├── ContextNotReadyError          a role packet that is stale, insufficient or in conflict
     └── WorkerResultError             a worker's report that is not valid untrusted input (working)
 
 Read outcomes (``missing``, ``unauthorized``, ``stale``, ``expired``, ``over_budget``) are values

@@ -29,6 +29,7 @@ class ExitCode(enum.IntEnum):
     CONTEXT_WINDOW = 10
     CONTEXT_STALE = 11
     CONTEXT_INSUFFICIENT = 12
+    CONTEXT_CONFLICT = 13
 
 
 OUTCOME_EXIT: dict[ReadOutcome, ExitCode] = {
@@ -55,7 +56,8 @@ Exit status:
   9  context leak: a request carries raw heavy content (guard)
   10 context window: a request does not fit the model's window (guard)
   11 context-stale: a role packet no longer holds against its authority (envelope)
-  12 context-insufficient: the authority lacks a fact the role requires (envelope)"""
+  12 context-insufficient: the authority lacks a fact the role requires (envelope)
+  13 context-conflict: the authority contradicts itself about a path the packet rests on"""
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:

@@ -11,11 +11,15 @@ Quick start::
 
     from cargohold import envelopes
 
-    authority = envelopes.load_authority("workflow.toml")
-    built = envelopes.build_envelope(authority, "planner", task="T1")
+    source = envelopes.FileAuthority("workflow.json")
+    built = envelopes.build_envelope(source, "planner", task="T1", store=agent_hold.store)
     packet = built.envelope                  # None unless built.outcome is Outcome.READY
     ...                                       # the authority moves on
-    envelopes.check_envelope(packet, envelopes.load_authority("workflow.toml")).outcome
+    envelopes.check_envelope(packet, source).outcome
+    source.transition(packet, update)        # compare and swap: fails if a binding moved
+
+The design this implements (the P03 brief) is marked NO-GO, a hypothesis to be proven on fresh
+role-separated replays; what this package guarantees regardless is in docs/envelopes.md.
 
 Importing this package does not import pydantic; loading a file does.
 """
@@ -53,10 +57,14 @@ from cargohold.envelopes._envelope import (
     Envelope,
     FactStore,
     build_envelope,
+    build_milestone,
     canonical_json,
     check_envelope,
+    check_envelopes,
     require_ready,
 )
+from cargohold.envelopes._load import FactReader, LoadedFacts, load_facts
+from cargohold.envelopes._project import PROSE_LIMIT
 from cargohold.envelopes._source import (
     FileAuthority,
     decode_authority,
@@ -66,7 +74,10 @@ from cargohold.envelopes._source import (
 from cargohold.envelopes._types import (
     Binding,
     BindingChange,
+    BoundaryConflict,
+    ConflictReason,
     ContextNotReadyError,
+    Decision,
     EnvelopeError,
     Missing,
     Outcome,
@@ -81,6 +92,7 @@ __all__ = [
     "MAX_BUDGET",
     "MIN_BUDGET",
     "MIN_FACT_LIMIT",
+    "PROSE_LIMIT",
     "Allocation",
     "AllocationState",
     "Authority",
@@ -91,17 +103,22 @@ __all__ = [
     "Blocker",
     "BlockerState",
     "Boundary",
+    "BoundaryConflict",
     "BuildResult",
     "CheckResult",
+    "ConflictReason",
     "ContextNotReadyError",
+    "Decision",
     "Dependency",
     "DependencyState",
     "Envelope",
     "EnvelopeError",
+    "FactReader",
     "FactStore",
     "FileAuthority",
     "Gate",
     "GateState",
+    "LoadedFacts",
     "Milestone",
     "Missing",
     "Outcome",
@@ -114,10 +131,13 @@ __all__ = [
     "Task",
     "TaskStatus",
     "build_envelope",
+    "build_milestone",
     "canonical_json",
     "check_envelope",
+    "check_envelopes",
     "decode_authority",
     "load_authority",
+    "load_facts",
     "parse_authority",
     "require_ready",
 ]

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from cargohold._errors import ConfigError
+from cargohold.envelopes._paths import PathIndex
+
+_T = TypeVar("_T")
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 _ID = re.compile(ID_PATTERN)
@@ -139,22 +142,6 @@ def check_path(value: object) -> str:
     return value
 
 
-def path_parts(path: str) -> tuple[str, ...]:
-    """The parts of a normal path; the root ``.`` has none."""
-    return () if path == "." else tuple(path.split("/"))
-
-
-def covers(outer: str, inner: str) -> bool:
-    """Whether ``outer`` is ``inner`` or a directory above it."""
-    outer_parts, inner_parts = path_parts(outer), path_parts(inner)
-    return inner_parts[: len(outer_parts)] == outer_parts
-
-
-def overlaps(a: str, b: str) -> bool:
-    """Whether two paths share any file: one covers the other."""
-    return covers(a, b) or covers(b, a)
-
-
 # -- records ---------------------------------------------------------------------------------
 
 
@@ -181,10 +168,15 @@ class Milestone:
 
 @dataclass(frozen=True, slots=True)
 class Boundary:
-    """A task's normalized boundary: the repository paths it may write and read."""
+    """A task's normalized boundary: the repository paths it may write and read.
+
+    Attributes:
+        write: The paths the task may write.
+        read: The paths it reads (``None``: not represented, which is not "reads nothing").
+    """
 
     write: tuple[str, ...] = ()
-    read: tuple[str, ...] = ()
+    read: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,20 +186,26 @@ class Step:
     Attributes:
         id: The step's id, unique within its task.
         title: What the step does (``None``: not represented).
-        requires: Ids of the dependency edges (into this task) whose outputs the step needs.
+        requires: Ids of the dependency edges (into this task) whose outputs the step needs
+            (``None``: not represented; ``()``: the step needs no upstream output).
     """
 
     id: str
     title: str | None = None
-    requires: tuple[str, ...] = ()
+    requires: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Submission:
-    """What a task submitted for review: the head commit and its evidence."""
+    """What a task submitted for review.
+
+    Attributes:
+        head: The submitted head commit.
+        evidence: The evidence offered (``None``: not represented; ``()``: none offered).
+    """
 
     head: str
-    evidence: tuple[str, ...] = ()
+    evidence: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +265,8 @@ class Allocation:
         path: The repository path allocated.
         state: ``owned`` (by ``task``) or ``unresolved``.
         task: The owning task; set exactly when ``state`` is ``owned``.
-        claimants: For an unresolved allocation, the tasks that may receive it.
+        claimants: For an unresolved allocation, the tasks that may receive it (``None``: not
+            represented).
     """
 
     id: str
@@ -275,7 +274,7 @@ class Allocation:
     path: str
     state: AllocationState
     task: str | None = None
-    claimants: tuple[str, ...] = ()
+    claimants: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +361,15 @@ class Authority:
     _task_index: Mapping[str, Task] = field(init=False, repr=False, compare=False)
     _milestone_index: Mapping[str, Milestone] = field(init=False, repr=False, compare=False)
     _membership: Mapping[str, str] = field(init=False, repr=False, compare=False)
+    _dependency_index: Mapping[str, Dependency] = field(init=False, repr=False, compare=False)
+    _edges_into: Mapping[str, tuple[Dependency, ...]] = field(init=False, repr=False, compare=False)
+    _edges_out: Mapping[str, tuple[Dependency, ...]] = field(init=False, repr=False, compare=False)
+    _allocation_paths: PathIndex[Allocation] = field(init=False, repr=False, compare=False)
+    _allocations_of: Mapping[str, tuple[Allocation, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+    _write_paths: PathIndex[tuple[str, str]] = field(init=False, repr=False, compare=False)
+    _memo: dict[object, object] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         task_ids = _unique("task", (t.id for t in self.tasks))
@@ -377,9 +385,10 @@ class Authority:
                 if member in membership:
                     raise AuthorityError(f"task {member} is a member of two milestones")
                 membership[member] = milestone.id
-        dependency_ids = set()
+        dependency_index: dict[str, Dependency] = {}
         if self.dependencies is not None:
-            dependency_ids = _unique("dependency", (d.id for d in self.dependencies))
+            _unique("dependency", (d.id for d in self.dependencies))
+            dependency_index = {d.id: d for d in self.dependencies}
             for dep in self.dependencies:
                 owner = f"dependency {dep.id}"
                 _revision("dependency", dep.id, dep.revision)
@@ -388,7 +397,7 @@ class Authority:
                 if dep.upstream == dep.downstream:
                     raise AuthorityError(f"{owner}: a task cannot depend on itself")
         for task in self.tasks:
-            self._check_task(task, dependency_ids)
+            self._check_task(task, dependency_index)
         self._check_allocations(task_ids)
         for kind, records in (("prerequisite", self.prerequisites), ("blocker", self.blockers)):
             if records is not None:
@@ -408,24 +417,62 @@ class Authority:
         object.__setattr__(self, "_task_index", {t.id: t for t in self.tasks})
         object.__setattr__(self, "_milestone_index", {m.id: m for m in self.milestones})
         object.__setattr__(self, "_membership", membership)
+        self._index(dependency_index)
 
-    def _check_task(self, task: Task, dependency_ids: set[str]) -> None:
+    def _index(self, dependency_index: dict[str, Dependency]) -> None:
+        """The lookups a projection makes, so that a build costs what the task touches, not
+        what the authority holds."""
+        into: dict[str, list[Dependency]] = {}
+        out: dict[str, list[Dependency]] = {}
+        for dep in self.dependencies or ():
+            into.setdefault(dep.downstream, []).append(dep)
+            out.setdefault(dep.upstream, []).append(dep)
+        of_task: dict[str, list[Allocation]] = {}
+        for alloc in self.allocations or ():
+            for task_id in {alloc.task, *(alloc.claimants or ())} - {None}:
+                assert task_id is not None
+                of_task.setdefault(task_id, []).append(alloc)
+        writes = (
+            (path, (task.id, path))
+            for task in self.tasks
+            if task.boundary is not None
+            for path in task.boundary.write
+        )
+
+        def frozen(index: dict[str, list[Dependency]]) -> dict[str, tuple[Dependency, ...]]:
+            return {key: tuple(sorted(value, key=lambda d: d.id)) for key, value in index.items()}
+
+        object.__setattr__(self, "_dependency_index", dependency_index)
+        object.__setattr__(self, "_edges_into", frozen(into))
+        object.__setattr__(self, "_edges_out", frozen(out))
+        object.__setattr__(
+            self, "_allocation_paths", PathIndex((a.path, a) for a in self.allocations or ())
+        )
+        object.__setattr__(
+            self,
+            "_allocations_of",
+            {key: tuple(sorted(value, key=lambda a: a.id)) for key, value in of_task.items()},
+        )
+        object.__setattr__(self, "_write_paths", PathIndex(writes))
+        object.__setattr__(self, "_memo", {})
+
+    def _check_task(self, task: Task, dependency_index: Mapping[str, Dependency]) -> None:
         owner = f"task {task.id}"
         _revision("task", task.id, task.revision)
         if task.boundary is not None:
-            for path in (*task.boundary.write, *task.boundary.read):
+            for path in (*task.boundary.write, *(task.boundary.read or ())):
                 check_path(path)
         step_ids = set()
         if task.steps is not None:
             step_ids = _unique("step", (s.id for s in task.steps))
             for step in task.steps:
-                for dep_id in step.requires:
+                for dep_id in step.requires or ():
                     check_id("dependency", dep_id)
                     if self.dependencies is None:
                         continue  # not represented: a worker packet reports it as missing
-                    if dep_id not in dependency_ids:
+                    edge = dependency_index.get(dep_id)
+                    if edge is None:
                         raise AuthorityError(f"{owner}: step {step.id} requires no known edge")
-                    edge = next(d for d in self.dependencies if d.id == dep_id)
                     if edge.downstream != task.id:
                         raise AuthorityError(
                             f"{owner}: step {step.id} requires dependency {dep_id}, "
@@ -448,7 +495,7 @@ class Authority:
             if (alloc.state is AllocationState.OWNED) != (alloc.task is not None):
                 raise AuthorityError(f"{owner}: an owned allocation names its task, no other does")
             _known_task(task_ids, owner, "task", alloc.task)
-            for claimant in alloc.claimants:
+            for claimant in alloc.claimants or ():
                 _known_task(task_ids, owner, "claimants", claimant)
             if alloc.claimants and alloc.state is not AllocationState.UNRESOLVED:
                 raise AuthorityError(f"{owner}: only an unresolved allocation has claimants")
@@ -465,6 +512,48 @@ class Authority:
         """The milestone ``task_id`` is a member of, or ``None``."""
         milestone_id = self._membership.get(task_id)
         return None if milestone_id is None else self._milestone_index[milestone_id]
+
+    def dependency(self, dependency_id: str) -> Dependency | None:
+        """The dependency edge ``dependency_id``, or ``None``."""
+        return self._dependency_index.get(dependency_id)
+
+    def edges_into(self, task_id: str) -> tuple[Dependency, ...]:
+        """The dependency edges whose downstream is ``task_id``, by id."""
+        return self._edges_into.get(task_id, ())
+
+    def edges_out_of(self, task_id: str) -> tuple[Dependency, ...]:
+        """The dependency edges whose upstream is ``task_id``, by id."""
+        return self._edges_out.get(task_id, ())
+
+    def allocations_covering(self, path: str) -> list[Allocation]:
+        """The allocations of ``path`` or of a directory above it, shallowest first."""
+        return self._allocation_paths.covering(path)
+
+    def allocations_below(self, path: str) -> list[Allocation]:
+        """The allocations strictly below ``path``."""
+        return self._allocation_paths.below(path)
+
+    def allocations_overlapping(self, path: str) -> list[Allocation]:
+        """The allocations that cover ``path`` or lie below it."""
+        return self._allocation_paths.overlapping(path)
+
+    def allocations_of(self, task_id: str) -> tuple[Allocation, ...]:
+        """The allocations ``task_id`` owns or is a claimant of, by id."""
+        return self._allocations_of.get(task_id, ())
+
+    def _memoize(self, key: object, make: Callable[[], _T]) -> _T:
+        """``make()``, computed once per authority for ``key``: what a projection derives from
+        one record alone (an authority never changes, so neither does that). For this
+        package's projections only."""
+        try:
+            return self._memo[key]  # type: ignore[return-value]  # keys are typed by callers
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
+
+    def writers_overlapping(self, path: str) -> list[tuple[str, str]]:
+        """``(task id, write path)`` of every task whose write boundary overlaps ``path``."""
+        return self._write_paths.overlapping(path)
 
 
 @runtime_checkable

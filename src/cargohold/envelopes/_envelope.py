@@ -5,8 +5,8 @@ and strings only, no timestamp, nothing random)::
 
     {"digest":"sha256:<hex of the canonical packet bytes>","packet":{...}}
 
-so the same authority, role and subject give the same bytes in any process. A check never
-repairs a packet: it rebuilds the projection from the current authority and compares.
+so the same authority, role, decision and subject give the same bytes in any process. A check
+never repairs a packet: it rebuilds the projection from the current authority and compares.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,18 +25,20 @@ from cargohold.envelopes._authority import (
     ID_PATTERN,
     Authority,
     AuthorityError,
+    AuthoritySource,
     check_path,
-    covers,
-    overlaps,
-    path_parts,
     split_record_key,
 )
-from cargohold.envelopes._project import Projection, project
+from cargohold.envelopes._ownership import answer
+from cargohold.envelopes._project import Projection, Prose, project
 from cargohold.envelopes._types import (
+    DECISIONS,
     Binding,
     BindingChange,
     BindingValue,
+    BoundaryConflict,
     ContextNotReadyError,
+    Decision,
     EnvelopeError,
     Missing,
     Outcome,
@@ -44,7 +46,7 @@ from cargohold.envelopes._types import (
     Role,
 )
 
-FORMAT = "cargohold.envelope/1"
+FORMAT = "cargohold.envelope/2"
 DEFAULT_BUDGET = 16 * 1024
 """The default context budget of a packet document, in bytes."""
 DEFAULT_FACT_LIMIT = 2 * 1024
@@ -61,7 +63,17 @@ ARTIFACT_KIND = "envelope_fact"
 ARTIFACT_TOOL = "cargohold-envelope"
 
 _ID = re.compile(ID_PATTERN)
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_PACKET_KEYS = frozenset(
+    {"format", "role", "decision", "subject", "budget", "fact_limit", "facts", "bindings"}
+)
+# Outcomes of a batch, most severe first: the exit status of a batch is its most severe one.
+SEVERITY = (
+    Outcome.CONTEXT_CONFLICT,
+    Outcome.CONTEXT_INSUFFICIENT,
+    Outcome.OVER_BUDGET,
+    Outcome.CONTEXT_STALE,
+    Outcome.READY,
+)
 
 
 class FactStore(Protocol):
@@ -103,6 +115,12 @@ def _stub(ref: Ref, size: int, media_type: str) -> dict[str, Any]:
     return {"artifact": str(ref), "bytes": size, "media_type": media_type}
 
 
+def worst(outcomes: Iterable[Outcome]) -> Outcome:
+    """The most severe of ``outcomes`` (``ready`` for none)."""
+    found = set(outcomes)
+    return next((o for o in SEVERITY if o in found), Outcome.READY)
+
+
 # -- the envelope ----------------------------------------------------------------------------
 
 
@@ -114,6 +132,7 @@ class Envelope:
         data: The canonical document bytes (what ``cargohold envelope build`` prints).
         digest: ``sha256:<hex>`` of the canonical packet bytes.
         role: The role it was built for.
+        decision: The decision it authorizes.
         task: The subject task (``None`` for a coordinator packet).
         milestone: The subject milestone of a coordinator packet.
         budget: The budget the document fits, in bytes.
@@ -125,6 +144,7 @@ class Envelope:
     data: bytes = field(repr=False)
     digest: str
     role: Role
+    decision: Decision
     task: str | None
     milestone: str | None
     budget: int
@@ -160,6 +180,15 @@ class Envelope:
             document = json.loads(raw.decode("utf-8"), parse_float=_no_float)
         except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
             raise EnvelopeError("not a packet document: expected canonical JSON") from None
+        return cls.from_document(document)
+
+    @classmethod
+    def from_document(cls, document: object) -> Envelope:
+        """A packet from an already decoded document (``{"digest": ..., "packet": ...}``).
+
+        Raises:
+            EnvelopeError: as :meth:`parse`.
+        """
         if not isinstance(document, dict) or set(document) != {"digest", "packet"}:
             raise EnvelopeError("not a packet document: expected digest and packet")
         packet = document["packet"]
@@ -176,34 +205,23 @@ class Envelope:
     def ownership_of(self, path: str) -> Ownership:
         """What this packet says about touching ``path`` (a proposal's file or directory).
 
-        ``reserved`` when any allocation overlapping ``path`` is another task's; else
-        ``unresolved`` when any is explicitly unresolved; else ``owned`` when the deepest
-        allocation covering ``path`` is this task's; else ``not_represented``: the packet holds
-        no ownership fact for it, which never permits a write.
+        ``reserved`` when an allocation of another task certainly overlaps ``path``; else
+        ``not_represented`` when the packet cannot see everything that overlaps it (outside
+        the task's scope, or inside a summarised prefix); else ``unresolved`` when an
+        explicitly unresolved allocation overlaps it; else ``owned`` when the deepest
+        allocation covering it is this task's; else ``not_represented``. Only ``owned`` ever
+        permits a write. A packet's ``coverage`` entries are answered by this same rule.
 
         Raises:
             AuthorityError: ``path`` is not a normal repository path.
         """
         check_path(path)
-        ownership = self.facts.get("ownership")
-        if not isinstance(ownership, dict) or "items" not in ownership:
-            return Ownership.NOT_REPRESENTED  # no ownership fact, or it travels as a reference
-        items = [
-            (item["fields"]["path"], Ownership(item["ownership"]))
-            for item in ownership["items"]
-            if isinstance(item["fields"].get("path"), str)
-        ]
-        touching = {value for item_path, value in items if overlaps(item_path, path)}
-        if Ownership.RESERVED in touching:
-            return Ownership.RESERVED
-        if Ownership.UNRESOLVED in touching:
-            return Ownership.UNRESOLVED
-        covering = [(p, value) for p, value in items if covers(p, path)]
-        if covering:
-            _, deepest = max(covering, key=lambda pair: len(path_parts(pair[0])))
-            if deepest is Ownership.OWNED:
-                return Ownership.OWNED
-        return Ownership.NOT_REPRESENTED
+        return answer(self.facts.get("ownership"), path)
+
+    def as_document(self) -> dict[str, Any]:
+        """The document as JSON values (``{"digest": ..., "packet": ...}``)."""
+        document: dict[str, Any] = json.loads(self.data)
+        return document
 
 
 def _no_float(text: str) -> Any:
@@ -214,13 +232,15 @@ def _from_packet(packet: dict[str, Any], body: bytes) -> Envelope:
     def bad(what: str) -> EnvelopeError:
         return EnvelopeError(f"not a packet of this version: {what}")
 
-    expected = {"format", "role", "subject", "budget", "fact_limit", "facts", "bindings"}
-    if set(packet) != expected or packet["format"] != FORMAT:
+    if set(packet) != _PACKET_KEYS or packet["format"] != FORMAT:
         raise bad(f"expected format {FORMAT}")
     try:
         role = Role(packet["role"])
+        decision = Decision(packet["decision"])
     except ValueError:
-        raise bad("unknown role") from None
+        raise bad("unknown role or decision") from None
+    if decision not in DECISIONS[role]:
+        raise bad("a decision this role does not take")
     subject = packet["subject"]
     key = "milestone" if role is Role.COORDINATOR else "task"
     if (
@@ -238,26 +258,26 @@ def _from_packet(packet: dict[str, Any], body: bytes) -> Envelope:
         raise bad("facts is an object, bindings a list")
     bindings = []
     for item in packet["bindings"]:
-        if not isinstance(item, dict) or set(item) != {"record", "field", "value"}:
-            raise bad("a binding is a record, a field and a value")
-        kind, record_id = (
-            split_record_key(item["record"]) if isinstance(item["record"], str) else ("", "")
-        )
-        value = item["value"]
+        if not isinstance(item, list) or len(item) != 3:
+            raise bad("a binding is [record, field, value]")
+        record, name, value = item
+        kind, record_id = split_record_key(record) if isinstance(record, str) else ("", "")
         if (
             not kind
             or _ID.fullmatch(record_id) is None
-            or not isinstance(item["field"], str)
+            or not isinstance(name, str)
             or isinstance(value, bool)
             or not isinstance(value, str | int)
         ):
             raise bad("a binding names kind:id, a field, and a string or integer value")
-        bindings.append(Binding(kind, record_id, item["field"], value))
-    document = b'{"digest":"' + _digest(body).encode() + b'","packet":' + body + b"}"
+        bindings.append(Binding(kind, record_id, name, value))
+    digest = _digest(body)
+    document = b'{"digest":"' + digest.encode() + b'","packet":' + body + b"}"
     return Envelope(
         data=document,
-        digest=_digest(body),
+        digest=digest,
         role=role,
+        decision=decision,
         task=subject.get("task"),
         milestone=subject.get("milestone"),
         budget=budget,
@@ -275,10 +295,14 @@ class BuildResult:
     """The result of a build: a packet only when the outcome is ``ready``.
 
     Attributes:
-        outcome: ``ready``, ``context-insufficient`` or ``over-budget``.
+        outcome: ``ready``, ``context-insufficient``, ``context-conflict`` or ``over-budget``.
         envelope: The packet (``None`` unless ready).
+        role: The role asked for.
+        decision: The decision the packet authorizes (or would have).
+        subject: ``{"task": id}`` or ``{"milestone": id}``.
         missing: The required facts the authority lacks (``context-insufficient``).
-        reason: For ``over-budget``: ``needs_store`` (a fact must travel as a reference and no
+        conflicts: The boundaries that contradict each other (``context-conflict``).
+        reason: For ``over-budget``: ``needs_store`` (a text must travel as a reference and no
             store was given) or ``too_large`` (the packet does not fit even with references).
         size: For ``over-budget``, the size the document would have had.
         budget: The budget asked for.
@@ -286,7 +310,11 @@ class BuildResult:
 
     outcome: Outcome
     envelope: Envelope | None
+    role: Role
+    decision: Decision
+    subject: Mapping[str, str]
     missing: tuple[Missing, ...] = ()
+    conflicts: tuple[BoundaryConflict, ...] = ()
     reason: str | None = None
     size: int | None = None
     budget: int = DEFAULT_BUDGET
@@ -296,18 +324,40 @@ class BuildResult:
         """Whether a packet was built."""
         return self.outcome is Outcome.READY
 
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form ``cargohold envelope build --json`` prints (the packet as JSON)."""
+        return {
+            "outcome": self.outcome.value,
+            "role": self.role.value,
+            "decision": self.decision.value,
+            "subject": dict(self.subject),
+            "digest": None if self.envelope is None else self.envelope.digest,
+            "size": self.envelope.size if self.envelope is not None else self.size,
+            "budget": self.budget,
+            "reason": self.reason,
+            "missing": [m.as_dict() for m in self.missing],
+            "conflicts": [c.as_dict() for c in self.conflicts],
+            "packet": None if self.envelope is None else self.envelope.as_document(),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """The freshness of a packet against the current authority.
 
     Attributes:
-        outcome: ``ready``, ``context-stale`` or ``context-insufficient``.
+        outcome: ``ready``, ``context-stale``, ``context-insufficient`` or
+            ``context-conflict``.
         digest: The checked packet's digest.
         changed: For ``context-stale``: the bindings that no longer hold.
         conflicts: For ``context-stale`` with every binding unchanged: the facts whose values
             changed anyway (an authority that changed a field without its revision).
         missing: For ``context-insufficient``: the required facts the authority lacks now.
+        boundary_conflicts: For ``context-conflict``: the boundaries that now contradict each
+            other over a path the decision rests on.
+        role: The packet's role.
+        decision: The decision the packet authorizes.
+        subject: The packet's subject.
     """
 
     outcome: Outcome
@@ -315,6 +365,10 @@ class CheckResult:
     changed: tuple[BindingChange, ...] = ()
     conflicts: tuple[str, ...] = ()
     missing: tuple[Missing, ...] = ()
+    boundary_conflicts: tuple[BoundaryConflict, ...] = ()
+    role: Role | None = None
+    decision: Decision | None = None
+    subject: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -335,12 +389,16 @@ class CheckResult:
         return {
             "outcome": self.outcome.value,
             "digest": self.digest,
+            "role": None if self.role is None else self.role.value,
+            "decision": None if self.decision is None else self.decision.value,
+            "subject": dict(self.subject),
             "changed": [
                 {"record": c.record, "field": c.field, "before": c.before, "after": c.after}
                 for c in self.changed
             ],
             "conflicts": list(self.conflicts),
             "missing": [m.as_dict() for m in self.missing],
+            "boundary_conflicts": [c.as_dict() for c in self.boundary_conflicts],
         }
 
 
@@ -356,29 +414,33 @@ def _check_limits(budget: int, fact_limit: int) -> None:
             raise UsageError(f"{name} is an integer from {low} to {high} bytes")
 
 
-def _offload_text(value: Any, limit: int, offload: _Offload | None) -> tuple[Any, bool]:
-    """Replace every text longer than ``limit`` bytes by a reference stub.
+_Site = tuple[str | int, ...]
 
-    Returns the new value and whether a replacement was needed but impossible (no store).
-    """
-    if isinstance(value, str):
-        data = value.encode("utf-8")
-        if len(data) <= limit:
-            return value, False
-        if offload is None:
-            return value, True
-        return _stub(offload(data, TEXT_MEDIA_TYPE), len(data), TEXT_MEDIA_TYPE), False
-    if isinstance(value, list):
-        pairs = [_offload_text(item, limit, offload) for item in value]
-        return [new for new, _ in pairs], any(blocked for _, blocked in pairs)
+
+def _prose_sites(value: Any, where: _Site = ()) -> list[tuple[_Site, Prose]]:
+    """Where the movable prose of a facts tree is, in document order."""
+    if isinstance(value, Prose):
+        return [(where, value)]
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        blocked = False
-        for key, item in value.items():
-            out[key], item_blocked = _offload_text(item, limit, offload)
-            blocked = blocked or item_blocked
-        return out, blocked
-    return value, False
+        return [site for key in sorted(value) for site in _prose_sites(value[key], (*where, key))]
+    if isinstance(value, list):
+        return [site for i, item in enumerate(value) for site in _prose_sites(item, (*where, i))]
+    return []
+
+
+def _put_at(root: Any, where: _Site, new: Any) -> None:
+    target = root
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = new
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value  # str (Prose stays Prose), int
 
 
 def _document(packet: dict[str, Any]) -> bytes:
@@ -401,36 +463,53 @@ def _assemble(
     fact_limit: int,
     offload: _Offload | None,
 ) -> _Assembly:
-    """Serialize a complete projection within ``budget``: first every long text, then whole
-    facts (largest first, ties by name) travel as references, until the document fits."""
-    bindings = [
-        {"record": f"{kind}:{record_id}", "field": name, "value": value}
-        for (kind, record_id, name), value in sorted(projection.bindings.items())
-    ]
-    facts, blocked = _offload_text(projection.facts, fact_limit, offload)
+    """Serialize a complete projection within ``budget``.
+
+    Only prose moves out, as ``artifact://`` references: first every text longer than
+    ``fact_limit``, then, while the document is over budget, the longest remaining texts
+    (ties in document order). Structure (paths, ids, ownership values, states, hashes,
+    bindings) never leaves the packet: a packet whose structure alone is over budget is
+    ``too_large``.
+    """
+    facts = _copy(projection.facts)
     packet: dict[str, Any] = {
         "format": FORMAT,
         "role": role.value,
+        "decision": projection.decision.value,
         "subject": dict(projection.subject),
         "budget": budget,
         "fact_limit": fact_limit,
         "facts": facts,
-        "bindings": bindings,
+        "bindings": [
+            [f"{kind}:{record_id}", name, value]
+            for (kind, record_id, name), value in sorted(projection.bindings.items())
+        ],
     }
+    sites = _prose_sites(facts)
+    needs_store = False
+    for where, text in sites:
+        data = text.encode("utf-8")
+        if len(data) > fact_limit:
+            if offload is None:
+                needs_store = True
+                continue
+            _put_at(facts, where, _stub(offload(data, TEXT_MEDIA_TYPE), len(data), TEXT_MEDIA_TYPE))
     size = len(_document(packet))
-    if blocked:
+    if needs_store:
         return _Assembly(Outcome.OVER_BUDGET, packet, "needs_store", size)
     if size <= budget:
         return _Assembly(Outcome.READY, packet, None, size)
-    encoded = {name: canonical_json(fact) for name, fact in facts.items()}
-    for name in sorted(encoded, key=lambda n: (-len(encoded[n]), n)):
-        data = encoded[name]
-        stub_size = len(canonical_json(_stub(Ref.of(data), len(data), JSON_MEDIA_TYPE)))
-        if len(data) <= stub_size:
-            break  # replacing what is left would not make the document smaller
+    remaining = [(where, text.encode("utf-8")) for where, text in sites]
+    remaining = [(where, data) for where, data in remaining if len(data) <= fact_limit]
+    order = sorted(range(len(remaining)), key=lambda i: (-len(remaining[i][1]), i))
+    for index in order:
+        where, data = remaining[index]
+        stub = _stub(Ref.of(data), len(data), TEXT_MEDIA_TYPE)
+        if len(data) + 2 <= len(canonical_json(stub)):
+            break  # what is left is shorter than a reference to it
         if offload is None:
             return _Assembly(Outcome.OVER_BUDGET, packet, "needs_store", size)
-        facts[name] = _stub(offload(data, JSON_MEDIA_TYPE), len(data), JSON_MEDIA_TYPE)
+        _put_at(facts, where, _stub(offload(data, TEXT_MEDIA_TYPE), len(data), TEXT_MEDIA_TYPE))
         size = len(_document(packet))
         if size <= budget:
             return _Assembly(Outcome.READY, packet, None, size)
@@ -469,12 +548,34 @@ def _role(role: Role | str) -> Role:
         raise UsageError("role is planner, worker, reviewer or coordinator") from None
 
 
+def _decision(role: Role, decision: Decision | str | None) -> Decision | None:
+    if decision is None:
+        return None
+    try:
+        chosen = Decision(decision)
+    except ValueError:
+        chosen = None
+    if chosen is None or chosen not in DECISIONS[role]:
+        allowed = ", ".join(d.value for d in DECISIONS[role])
+        raise UsageError(f"a {role.value} takes the decision {allowed}")
+    return chosen
+
+
+def _load(authority: Authority | AuthoritySource) -> Authority:
+    if isinstance(authority, Authority):
+        return authority
+    if isinstance(authority, AuthoritySource):
+        return authority.load()
+    raise UsageError("authority is an Authority or an AuthoritySource (an object with load())")
+
+
 def build_envelope(
-    authority: Authority,
+    authority: Authority | AuthoritySource,
     role: Role | str,
     *,
     task: str | None = None,
     milestone: str | None = None,
+    decision: Decision | str | None = None,
     budget: int = DEFAULT_BUDGET,
     fact_limit: int = DEFAULT_FACT_LIMIT,
     store: FactStore | None = None,
@@ -482,68 +583,146 @@ def build_envelope(
     """Build the packet of ``role`` for ``task`` (or, for a coordinator, ``milestone``).
 
     Args:
-        authority: The current workflow state.
+        authority: The current workflow state, or a source to load it from now.
         role: planner, worker, reviewer or coordinator.
         task: The subject task; a coordinator given a task works on its milestone.
         milestone: A coordinator's subject milestone.
+        decision: The decision the packet is to authorize; by default the role's own (a
+            reviewer reviews the plan of a task not started yet, else its submission).
         budget: The most bytes the packet document may hold.
         fact_limit: A text value longer than this travels as an ``artifact://`` reference.
-        store: Where large facts are stored (e.g. a :class:`cargohold.ScopedStore`). Without
-            one, a packet that needs a reference is refused as ``over-budget``
+        store: Where long texts and the detail behind each digest binding are stored (e.g.
+            ``hold.for_session(agent_session).store``: the session of the agent that will read
+            them). Without one, a packet that needs a reference is refused as ``over-budget``
             (``needs_store``); nothing is ever truncated.
 
     Returns:
         ``ready`` with the packet; ``context-insufficient`` with the facts the authority lacks
-        (no packet: missing authority never becomes an empty or permissive value); or
+        or ``context-conflict`` with the boundaries that contradict each other (no packet:
+        missing or contradictory authority never becomes an empty or permissive value); or
         ``over-budget``.
 
     Raises:
-        UsageError: a bad role, subject, budget or fact limit.
+        UsageError: a bad role, decision, subject, budget or fact limit.
     """
     role = _role(role)
+    chosen = _decision(role, decision)
     _subject(role, task, milestone)
     _check_limits(budget, fact_limit)
-    projection = project(authority, role, task=task, milestone=milestone)
-    if projection.missing:
+    current = _load(authority)
+    projection = project(current, role, task=task, milestone=milestone, decision=chosen)
+
+    def result(outcome: Outcome, envelope: Envelope | None = None, **more: Any) -> BuildResult:
         return BuildResult(
-            Outcome.CONTEXT_INSUFFICIENT,
-            None,
-            missing=tuple(dict.fromkeys(projection.missing)),
+            outcome,
+            envelope,
+            role=role,
+            decision=projection.decision,
+            subject=dict(projection.subject),
             budget=budget,
+            **more,
+        )
+
+    if projection.missing or projection.conflicts:
+        return result(
+            Outcome.CONTEXT_INSUFFICIENT if projection.missing else Outcome.CONTEXT_CONFLICT,
+            missing=tuple(dict.fromkeys(projection.missing)),
+            conflicts=tuple(dict.fromkeys(projection.conflicts)),
         )
     offload = None if store is None else _store_offload(store)
     assembly = _assemble(projection, role, budget, fact_limit, offload)
     if assembly.outcome is not Outcome.READY:
-        return BuildResult(
-            assembly.outcome, None, reason=assembly.reason, size=assembly.size, budget=budget
-        )
+        return result(assembly.outcome, reason=assembly.reason, size=assembly.size)
+    if offload is not None:
+        for data in projection.details.values():
+            offload(data, JSON_MEDIA_TYPE)
     body = canonical_json(assembly.packet)
-    return BuildResult(Outcome.READY, _from_packet(assembly.packet, body), budget=budget)
+    return result(Outcome.READY, _from_packet(json.loads(body), body))
+
+
+def build_milestone(
+    authority: Authority | AuthoritySource,
+    milestone: str,
+    *,
+    roles: Iterable[Role | str] | None = None,
+    budget: int = DEFAULT_BUDGET,
+    fact_limit: int = DEFAULT_FACT_LIMIT,
+    store: FactStore | None = None,
+) -> tuple[BuildResult, ...]:
+    """Build every packet of a milestone in one call, from one load of the authority.
+
+    The coordinator's packet first (when ``coordinator`` is among ``roles``), then, for each
+    member task in id order, the packet of each task role in the order given, each for the
+    role's default decision. Each result says its role, decision, subject and outcome; a
+    member that is not ready for a role (a worker for a task not started) is reported as such,
+    and the others are built all the same. An unknown milestone gives one
+    ``context-insufficient`` result.
+
+    Raises:
+        UsageError: a bad role, milestone id, budget or fact limit.
+    """
+    chosen = [_role(r) for r in (roles if roles is not None else list(Role))]
+    _subject(Role.COORDINATOR, None, milestone)
+    _check_limits(budget, fact_limit)
+    current = _load(authority)
+    record = current.milestone(milestone)
+    options: dict[str, Any] = {"budget": budget, "fact_limit": fact_limit, "store": store}
+    if record is None:  # the milestone itself is missing: one insufficient result says so
+        return (build_envelope(current, Role.COORDINATOR, milestone=milestone, **options),)
+    results = []
+    if Role.COORDINATOR in chosen:
+        results.append(build_envelope(current, Role.COORDINATOR, milestone=milestone, **options))
+    for member in sorted(record.tasks):
+        for role in chosen:
+            if role is not Role.COORDINATOR:
+                results.append(build_envelope(current, role, task=member, **options))
+    return tuple(results)
 
 
 # -- checking --------------------------------------------------------------------------------
 
 
-def check_envelope(envelope: Envelope | bytes | str, authority: Authority) -> CheckResult:
+def check_envelope(
+    envelope: Envelope | bytes | str, authority: Authority | AuthoritySource
+) -> CheckResult:
     """Whether ``envelope`` still holds against the current ``authority``.
 
-    The role's projection is rebuilt from ``authority`` (large facts are only hashed, never
-    stored): a required fact it lacks gives ``context-insufficient``; a binding that differs,
-    appeared or disappeared gives ``context-stale`` naming it; facts that differ under unchanged
-    bindings give ``context-stale`` naming those facts as conflicts. Only a packet identical, byte
-    for byte, to the rebuilt one is ``ready``. Nothing is repaired.
+    The decision's projection is rebuilt from ``authority`` (a source is loaded now; large
+    facts are only hashed, never stored): a required fact it lacks gives
+    ``context-insufficient``; boundaries that contradict each other give ``context-conflict``;
+    a binding that differs, appeared or disappeared gives ``context-stale`` naming it; facts
+    that differ under unchanged bindings give ``context-stale`` naming those facts as
+    conflicts. Only a packet identical, byte for byte, to the rebuilt one is ``ready``.
+    Nothing is repaired.
 
     Raises:
         EnvelopeError: ``envelope`` is not a valid packet document.
     """
     if not isinstance(envelope, Envelope):
         envelope = Envelope.parse(envelope)
-    projection = project(authority, envelope.role, task=envelope.task, milestone=envelope.milestone)
-    if projection.missing:
+    current = _load(authority)
+    projection = project(
+        current,
+        envelope.role,
+        task=envelope.task,
+        milestone=envelope.milestone,
+        decision=envelope.decision,
+    )
+    subject = (
+        {"task": envelope.task} if envelope.task is not None else {"milestone": envelope.milestone}
+    )
+    made: dict[str, Any] = {
+        "role": envelope.role,
+        "decision": envelope.decision,
+        "subject": subject,
+    }
+    if projection.missing or projection.conflicts:
         return CheckResult(
-            Outcome.CONTEXT_INSUFFICIENT,
+            Outcome.CONTEXT_INSUFFICIENT if projection.missing else Outcome.CONTEXT_CONFLICT,
             envelope.digest,
             missing=tuple(dict.fromkeys(projection.missing)),
+            boundary_conflicts=tuple(dict.fromkeys(projection.conflicts)),
+            **made,
         )
     before: dict[tuple[str, str, str], BindingValue] = {
         (b.kind, b.id, b.field): b.value for b in envelope.bindings
@@ -555,23 +734,40 @@ def check_envelope(envelope: Envelope | bytes | str, authority: Authority) -> Ch
         if before.get(key) != after.get(key)
     )
     if changed:
-        return CheckResult(Outcome.CONTEXT_STALE, envelope.digest, changed=changed)
+        return CheckResult(Outcome.CONTEXT_STALE, envelope.digest, changed=changed, **made)
     assembly = _assemble(
         projection, envelope.role, envelope.budget, envelope.fact_limit, _hash_only
     )
     if assembly.outcome is Outcome.READY and _document(assembly.packet) == envelope.data:
-        return CheckResult(Outcome.READY, envelope.digest)
-    current = assembly.packet["facts"]
-    names = sorted(envelope.facts.keys() | current.keys())
-    conflicts = tuple(n for n in names if envelope.facts.get(n) != current.get(n))
-    return CheckResult(Outcome.CONTEXT_STALE, envelope.digest, conflicts=conflicts or ("packet",))
+        return CheckResult(Outcome.READY, envelope.digest, **made)
+    current_facts = json.loads(canonical_json(assembly.packet["facts"]))
+    names = sorted(envelope.facts.keys() | current_facts.keys())
+    conflicts = tuple(n for n in names if envelope.facts.get(n) != current_facts.get(n))
+    return CheckResult(
+        Outcome.CONTEXT_STALE, envelope.digest, conflicts=conflicts or ("packet",), **made
+    )
 
 
-def require_ready(envelope: Envelope | bytes | str, authority: Authority) -> Envelope:
+def check_envelopes(
+    envelopes: Iterable[Envelope | bytes | str], authority: Authority | AuthoritySource
+) -> tuple[CheckResult, ...]:
+    """Check many packets (a milestone's, say) against one load of the authority.
+
+    Raises:
+        EnvelopeError: one of ``envelopes`` is not a valid packet document.
+    """
+    parsed = [e if isinstance(e, Envelope) else Envelope.parse(e) for e in envelopes]
+    current = _load(authority)
+    return tuple(check_envelope(e, current) for e in parsed)
+
+
+def require_ready(
+    envelope: Envelope | bytes | str, authority: Authority | AuthoritySource
+) -> Envelope:
     """The packet, if it is ``ready`` against ``authority``; the guard before a decision.
 
     Raises:
-        ContextNotReadyError: the packet is stale or the authority is insufficient.
+        ContextNotReadyError: the packet is stale, insufficient or in conflict.
         EnvelopeError: not a valid packet document.
     """
     parsed = envelope if isinstance(envelope, Envelope) else Envelope.parse(envelope)

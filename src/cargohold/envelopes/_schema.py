@@ -58,20 +58,22 @@ class _Milestone(_Model):
     plan_hash: Hash | None = None
 
 
+# An optional list left out is *not represented* (None), never an empty list: the authority
+# saying "reads nothing" and saying nothing about what a task reads are different facts.
 class _Boundary(_Model):
     write: list[Path]
-    read: list[Path] = []
+    read: list[Path] | None = None
 
 
 class _Step(_Model):
     id: Id
     title: Text | None = None
-    requires: list[Id] = []
+    requires: list[Id] | None = None
 
 
 class _Submission(_Model):
     head: Commit
-    evidence: list[Text] = []
+    evidence: list[Text] | None = None
 
 
 class _Task(_Model):
@@ -105,7 +107,7 @@ class _Allocation(_Model):
     path: Path
     state: Literal["owned", "unresolved"]
     task: Id | None = None
-    claimants: list[Id] = []
+    claimants: list[Id] | None = None
 
 
 class _Prerequisite(_Model):
@@ -155,6 +157,10 @@ def _describe(exc: ValidationError) -> str:
     return "invalid authority: " + "; ".join(shown) + more
 
 
+def _tuple(items: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if items is None else tuple(items)
+
+
 def _task(model: _Task) -> Task:
     boundary = model.boundary
     return Task(
@@ -169,14 +175,14 @@ def _task(model: _Task) -> Task:
         base_commit=model.base_commit,
         boundary=None
         if boundary is None
-        else Boundary(write=tuple(boundary.write), read=tuple(boundary.read)),
+        else Boundary(write=tuple(boundary.write), read=_tuple(boundary.read)),
         steps=None
         if model.steps is None
-        else tuple(Step(s.id, s.title, tuple(s.requires)) for s in model.steps),
+        else tuple(Step(s.id, s.title, _tuple(s.requires)) for s in model.steps),
         current_step=model.current_step,
         submission=None
         if model.submission is None
-        else Submission(model.submission.head, tuple(model.submission.evidence)),
+        else Submission(model.submission.head, _tuple(model.submission.evidence)),
     )
 
 
@@ -235,7 +241,7 @@ def parse_authority(data: Mapping[str, Any]) -> Authority:
         allocations=optional(
             model.allocations,
             lambda a: Allocation(
-                a.id, a.revision, a.path, AllocationState(a.state), a.task, tuple(a.claimants)
+                a.id, a.revision, a.path, AllocationState(a.state), a.task, _tuple(a.claimants)
             ),
         ),
         prerequisites=optional(

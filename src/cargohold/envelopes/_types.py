@@ -17,18 +17,46 @@ class Role(enum.StrEnum):
     COORDINATOR = "coordinator"
 
 
+class Decision(enum.StrEnum):
+    """The decision a packet authorizes; each role has its own, the reviewer two.
+
+    ``plan_task`` (planner), ``execute_step`` (worker: the task's current step),
+    ``review_plan`` (reviewer, before the task starts: judged against the base branch and its
+    evaluated head), ``review_submission`` (reviewer, after start: judged against the base
+    commit and the submission), ``schedule_milestone`` (coordinator).
+    """
+
+    PLAN_TASK = "plan_task"
+    EXECUTE_STEP = "execute_step"
+    REVIEW_PLAN = "review_plan"
+    REVIEW_SUBMISSION = "review_submission"
+    SCHEDULE_MILESTONE = "schedule_milestone"
+
+
+DECISIONS: dict[Role, tuple[Decision, ...]] = {
+    Role.PLANNER: (Decision.PLAN_TASK,),
+    Role.WORKER: (Decision.EXECUTE_STEP,),
+    Role.REVIEWER: (Decision.REVIEW_SUBMISSION, Decision.REVIEW_PLAN),
+    Role.COORDINATOR: (Decision.SCHEDULE_MILESTONE,),
+}
+"""The decisions each role may take (the first is the role's usual one)."""
+
+
 class Outcome(enum.StrEnum):
     """What a build or a check came to. Scripts branch on these codes, never on text.
 
     ``ready``: the packet is current and complete. ``context-stale``: a binding it depends on
     changed (discard it and rebuild; never repair it). ``context-insufficient``: the authority
-    lacks a fact the role requires. ``over-budget``: the packet cannot fit its budget (a large
-    fact needs a store to travel as a reference, or even references do not fit).
+    lacks a fact the role requires. ``context-conflict``: the authority contradicts itself about
+    a fact the decision rests on (two tasks' boundaries over one owned path); no rebuild fixes
+    it, the authority must. ``over-budget``: the packet cannot fit its budget (a large text
+    needs a store to travel as a reference, or even references do not fit).
     """
 
     READY = "ready"
     CONTEXT_STALE = "context-stale"
     CONTEXT_INSUFFICIENT = "context-insufficient"
+    CONTEXT_CONFLICT = "context-conflict"
     OVER_BUDGET = "over-budget"
 
 
@@ -61,7 +89,8 @@ class ContextNotReadyError(CargoholdError):
     """A packet used to authorize a decision while it is not ``ready``.
 
     Attributes:
-        outcome: The check's outcome code (``context-stale`` or ``context-insufficient``).
+        outcome: The check's outcome code (``context-stale``, ``context-insufficient`` or
+            ``context-conflict``).
     """
 
     code = "context_not_ready"
@@ -74,16 +103,24 @@ class ContextNotReadyError(CargoholdError):
 BindingValue = str | int
 
 
+DIGEST_KIND = "digest"
+"""The kind of a binding over a set of records summarised in a packet (see :class:`Binding`)."""
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Binding:
     """A freshness binding: a packet holds only while ``record``'s ``field`` is ``value``.
 
-    Ordered as ``(kind, id, field)`` tuples, never as joined strings.
+    Ordered as ``(kind, id, field)`` tuples, never as joined strings. A binding of kind
+    ``digest`` (``digest:ownership`` ``summary``) binds a set of records a packet summarises
+    rather than lists: its value is the SHA-256 of the canonical JSON of exactly those records
+    (ids, revisions and the projected fields), and the same bytes are the detail an agent can
+    load (``artifact://sha256/<the same hex>``).
 
     Attributes:
-        kind: The record's kind (``task``, ``milestone``, ``allocation`` ...).
-        id: The record's id.
-        field: The bound field (``revision``, ``plan_hash`` ...).
+        kind: The record's kind (``task``, ``milestone``, ``allocation`` ... or ``digest``).
+        id: The record's id (for a digest: the fact it summarises).
+        field: The bound field (``revision``, ``plan_hash`` ... or what the digest covers).
         value: Its value when the packet was built.
     """
 
@@ -122,6 +159,50 @@ class BindingChange:
     def record(self) -> str:
         """The record's name in a packet: ``kind:id``."""
         return f"{self.kind}:{self.id}"
+
+
+class ConflictReason(enum.StrEnum):
+    """Why two boundaries contradict each other over a path.
+
+    ``write_path_reserved``: a path of this task's write boundary lies wholly in another task's
+    allocation. ``sibling_writes_owned_path``: another task's write boundary reaches into a path
+    this task owns.
+    """
+
+    WRITE_PATH_RESERVED = "write_path_reserved"
+    SIBLING_WRITES_OWNED_PATH = "sibling_writes_owned_path"
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryConflict:
+    """Two authority facts that contradict each other about a path this decision rests on.
+
+    Attributes:
+        reason: What contradicts what.
+        record: The task whose boundary holds the path (``task:T2``).
+        field: The boundary field (``boundary.write``).
+        item: The path.
+        other: The other task (``task:T1``).
+        decided_by: The allocation that decides the path (``allocation:A2``).
+    """
+
+    reason: ConflictReason
+    record: str
+    field: str
+    item: str
+    other: str
+    decided_by: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The JSON form."""
+        return {
+            "reason": self.reason.value,
+            "record": self.record,
+            "field": self.field,
+            "item": self.item,
+            "other": self.other,
+            "decided_by": self.decided_by,
+        }
 
 
 @dataclass(frozen=True, slots=True)
