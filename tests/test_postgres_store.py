@@ -190,8 +190,12 @@ def test_a_version_2_store_keeps_its_artifacts_through_the_upgrade_that_adds_the
     finally:
         first.close()
     with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
-        # What schema 2 looked like: the same tables, without the parent column.
+        # What schema 2 looked like: the same tables, without the parent column (3) and
+        # without the object storage tier's column, constraint and tables (4).
         conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN parent")
+        conn.execute("DROP TABLE cargohold.object_intents, cargohold.object_location")
+        conn.execute("ALTER TABLE cargohold.blobs DROP COLUMN object")  # and its index, check
+        conn.execute("ALTER TABLE cargohold.blobs ALTER COLUMN data SET NOT NULL")
         conn.execute("DELETE FROM cargohold.schema_version WHERE version > 2")
     with pytest.raises(SchemaError):
         PostgresStore(store_url)

@@ -7,6 +7,9 @@ The file is ``cargohold.toml`` (top-level keys) or the ``[tool.cargohold]`` tabl
 named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
 
     store = "memory://" | "/a/path" | "file:///a/path" | "postgresql://..."   CARGOHOLD_STORE
+    blobs = "s3://bucket/prefix"   (PostgreSQL store: bodies in object storage)  CARGOHOLD_BLOBS
+    blobs_threshold = 65536   (bodies larger than this go to the bucket)
+                                                              CARGOHOLD_BLOBS_THRESHOLD
     tenant = "acme"                                                           CARGOHOLD_TENANT
     user = "ana"                                                              CARGOHOLD_USER
     session = "run-1"                                                         CARGOHOLD_SESSION
@@ -35,11 +38,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cargohold._errors import CargoholdError, ConfigError
 from cargohold._records import Limits
 from cargohold._scope import Scope, check_part
+
+if TYPE_CHECKING:  # the store imports this module: typing only
+    from cargohold.store import StoreBackend
 
 ENV_PREFIX = "CARGOHOLD_"
 DEFAULT_TENANT = "local"
@@ -122,6 +128,16 @@ def _boolean(value: object) -> bool:
         if text in ("false", "0"):
             return False
     raise ValueError("must be true or false (1 or 0 in the environment)")
+
+
+def _blobs(value: object) -> str:
+    """An ``s3://bucket/prefix`` URL, canonical; checked without importing the S3 client."""
+    from cargohold.store._location import parse_location
+
+    try:
+        return parse_location(_text(value))
+    except CargoholdError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _budget(value: object) -> str:
@@ -214,6 +230,8 @@ def _names(value: object) -> tuple[str, ...]:
 _Check = Callable[[object], Any]
 _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "store": (_text, None),
+    "blobs": (_blobs, None),
+    "blobs_threshold": (_not_negative, 64 * 1024),
     "tenant": (_text, None),
     "user": (_text, None),
     "session": (_text, None),
@@ -271,6 +289,10 @@ class Settings:
 
     Attributes:
         store: The store URL; ``None`` is the embedded default (local, XDG cache).
+        blobs: ``s3://bucket/prefix`` where the PostgreSQL store keeps bodies larger than
+            ``blobs_threshold`` (endpoint and credentials from the AWS variables); ``None``:
+            bodies stay in PostgreSQL.
+        blobs_threshold: Bodies of more than this many bytes go to the bucket (64 KiB).
         tenant: Tenant for surfaces that need a scope (the CLI); defaults to ``local``.
         user: User for such surfaces; defaults to the OS user name.
         session: Session for such surfaces; defaults to ``default``.
@@ -317,7 +339,21 @@ class Settings:
     tool_dispositions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     ref_arguments: tuple[str, ...] = ()
     upstream_timeout: float = 60.0
+    blobs: str | None = dataclasses.field(default=None, repr=False)
+    blobs_threshold: int = 64 * 1024
     source: Path | None = None
+
+    def open_store(self) -> StoreBackend:
+        """Open the store these settings name (``store``, with its ``limits`` and ``blobs``
+        tier); ``""`` is the embedded default. The caller closes it."""
+        from cargohold.store import open_store
+
+        return open_store(
+            self.store or "",
+            limits=self.limits,
+            blobs=self.blobs,
+            blobs_threshold=self.blobs_threshold,
+        )
 
     def scope(self, **attribution: str | None) -> Scope:
         """The scope these settings name, with optional task/worker/agent attribution."""
@@ -458,5 +494,7 @@ def load_settings(
         tool_dispositions=dict(model["tool_dispositions"]),
         ref_arguments=model["ref_arguments"],
         upstream_timeout=model["upstream_timeout"],
+        blobs=model["blobs"],
+        blobs_threshold=model["blobs_threshold"],
         source=source,
     )

@@ -162,9 +162,7 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
         backend: StoreBackend = store
         owns = False
     else:
-        from cargohold.store import open_store
-
-        backend = open_store(settings.store or "", limits=settings.limits)
+        backend = settings.open_store()
         owns = True
     shared = _Shared(backend, settings, owns_store=owns, max_workers=max_workers)
     scope = settings.scope(task=task, worker=worker, agent=agent)

@@ -74,11 +74,8 @@ class App:
     def store(self) -> StoreBackend:
         """The store the settings name, opened on first use and closed when the command ends."""
         if self._store is None:
-            from cargohold.store import open_store
-
             settings = self.settings
-            # "" is the embedded default; None would make open_store resolve the settings again.
-            self._store = open_store(settings.store or "", limits=settings.limits)
+            self._store = settings.open_store()
         return self._store
 
     @property

@@ -440,11 +440,10 @@ def _guarded(source: Callable[[], bytes]) -> Callable[[], bytes | None]:
 def _configured_key() -> bytes | None:
     """The configured store's marker key, or ``None`` when the store cannot give it."""
     from cargohold._config import load_settings
-    from cargohold.store import open_store
 
     settings = load_settings()
     try:
-        store = open_store(settings.store or "", limits=settings.limits)
+        store = settings.open_store()
     except CargoholdError:
         return None
     try:

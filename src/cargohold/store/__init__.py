@@ -1,7 +1,9 @@
 """Store backends and the seam they share.
 
 Pick a backend by URL with :func:`open_store`: ``memory://``, a filesystem path or ``file://``
-URL (the local backend), or ``postgresql://`` (the PostgreSQL backend, ``cargohold[postgres]``).
+URL (the local backend), or ``postgresql://`` (the PostgreSQL backend, ``cargohold[postgres]``),
+optionally with its bodies in S3-compatible object storage (``blobs="s3://bucket/prefix"``,
+``cargohold[s3]``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from urllib.parse import unquote, urlparse
 from cargohold._errors import ConfigError
 from cargohold._records import Limits
 from cargohold.store._local import LocalStore, default_root
+from cargohold.store._location import DEFAULT_THRESHOLD
 from cargohold.store._memory import MemoryStore
 from cargohold.store._protocol import Clock, Progress, StoreBackend
 
@@ -50,6 +53,8 @@ def open_store(
     *,
     limits: Limits | None = None,
     clock: Clock = time.time,
+    blobs: str | None = None,
+    blobs_threshold: int | None = None,
 ) -> StoreBackend:
     """Open the store a URL names.
 
@@ -62,10 +67,16 @@ def open_store(
         limits: Store limits; when omitted, the configured limits (with ``url=None``) or the
             defaults.
         clock: Source of "now" for TTLs.
+        blobs: ``s3://bucket/prefix``: the PostgreSQL store keeps bodies larger than
+            ``blobs_threshold`` there (``cargohold[s3]``; endpoint and credentials from the
+            AWS variables). With ``url=None``, the configured one (``CARGOHOLD_BLOBS``,
+            ``blobs``) when omitted.
+        blobs_threshold: Bodies of more than this many bytes go to the bucket (64 KiB).
 
     Raises:
-        ConfigError: an unknown scheme, a bad configuration, or a PostgreSQL URL without
-            psycopg installed.
+        ConfigError: an unknown scheme, a bad configuration, a PostgreSQL URL without
+            psycopg installed, ``blobs`` without obstore installed, or ``blobs`` for another
+            backend than PostgreSQL.
     """
     if url is None:
         from cargohold._config import load_settings
@@ -73,6 +84,12 @@ def open_store(
         settings = load_settings()
         url = settings.store or ""
         limits = settings.limits if limits is None else limits
+        blobs = settings.blobs if blobs is None else blobs
+        if blobs_threshold is None:
+            blobs_threshold = settings.blobs_threshold
+    is_postgres = isinstance(url, str) and url.startswith(("postgresql:", "postgres:"))
+    if blobs is not None and not is_postgres:
+        raise ConfigError("bodies in object storage (blobs) need the PostgreSQL store")
     if url == "":
         return LocalStore(None, limits=limits, clock=clock)
     if isinstance(url, os.PathLike):
@@ -89,7 +106,15 @@ def open_store(
         # raises a ConfigError naming the extra to install.
         from cargohold.store._postgres import PostgresStore
 
-        return PostgresStore(url, limits=limits, clock=clock)
+        if blobs is None:
+            return PostgresStore(url, limits=limits, clock=clock)
+        return PostgresStore(
+            url,
+            limits=limits,
+            clock=clock,
+            blobs=blobs,
+            blobs_threshold=DEFAULT_THRESHOLD if blobs_threshold is None else blobs_threshold,
+        )
     if "://" in url:
         raise ConfigError(
             "unknown store URL scheme: use memory://, file://, a path or postgresql://"

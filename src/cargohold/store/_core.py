@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cargohold._errors import UsageError
@@ -47,7 +47,7 @@ def chunk_digests(data: bytes | memoryview, chunk_size: int = CHUNK_SIZE) -> byt
 class PreparedWrite:
     """A write checked against every limit that does not depend on what is already stored."""
 
-    data: bytes
+    data: bytes = field(repr=False)  # never in a repr: a body
     ref: Ref
     media_type: str
     kind: str | None
@@ -57,6 +57,27 @@ class PreparedWrite:
     complete: bool
     classification: str | None
     parent: Ref | None
+    chunks: bytes = field(default=b"", repr=False)
+    """The per-chunk digests (:func:`chunk_digests`), computed in the same pass as ``ref``."""
+
+
+def _digests(body: bytes) -> tuple[str, bytes]:
+    """The SHA-256 of ``body`` and its per-chunk digests, in one pass over the bytes.
+
+    Each chunk is hashed twice (for itself and for the whole) while it is in cache, rather than
+    the body being walked twice; a body of one chunk (or none) is its own only chunk.
+    """
+    if len(body) <= CHUNK_SIZE:
+        digest = hashlib.sha256(body).digest()
+        return digest.hex(), digest
+    whole = hashlib.sha256()
+    view = memoryview(body)
+    parts = []
+    for offset in range(0, len(view), CHUNK_SIZE):
+        piece = view[offset : offset + CHUNK_SIZE]
+        whole.update(piece)
+        parts.append(hashlib.sha256(piece).digest())
+    return whole.hexdigest(), b"".join(parts)
 
 
 def _label(name: str, value: str | None) -> str | None:
@@ -86,7 +107,8 @@ def prepare_write(data: object, request: PutRequest, limits: Limits) -> Prepared
     if not isinstance(request.complete, bool):
         raise UsageError("complete must be a bool")
     parent = _parent(request.parent)
-    ref = Ref(hashlib.sha256(body).hexdigest())
+    digest, chunks = _digests(body)
+    ref = Ref(digest)
     if parent == ref:
         raise UsageError("an artifact cannot be its own parent")
     return PreparedWrite(
@@ -100,6 +122,7 @@ def prepare_write(data: object, request: PutRequest, limits: Limits) -> Prepared
         complete=request.complete,
         classification=_label("classification", request.classification),
         parent=parent,
+        chunks=chunks,
     )
 
 

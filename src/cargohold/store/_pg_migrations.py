@@ -108,6 +108,40 @@ MIGRATIONS: tuple[Migration, ...] = (
             " CHECK (parent ~ '^artifact://sha256/[0-9a-f]{{64}}$')",
         ),
     ),
+    Migration(
+        4,
+        "bodies in object storage: the blob's object, upload and delete intents, the bucket",
+        (
+            # A body lives in exactly one place: its row (data) or the bucket, under
+            # sha256/<digest>/<object> (object: the upload's own random key suffix, never
+            # reused, so a delete of one upload can never reach another's).
+            "ALTER TABLE {schema}.blobs ALTER COLUMN data DROP NOT NULL",
+            'ALTER TABLE {schema}.blobs ADD COLUMN object text COLLATE "C"'
+            " CHECK (object ~ '^[0-9a-f]{{32}}$')",
+            "ALTER TABLE {schema}.blobs ADD CONSTRAINT blobs_body_in_one_place"
+            " CHECK ((data IS NULL) <> (object IS NULL))",
+            "CREATE UNIQUE INDEX blobs_by_object ON {schema}.blobs (object)"
+            " WHERE object IS NOT NULL",
+            # Every object the store writes or deletes is announced here first. 'upload': a
+            # writer is uploading it; the row goes in the transaction that makes a blob row name
+            # the object, and a writer whose row is gone (reaped by gc) uploads again. 'delete':
+            # no row names it any more (or none ever will); gc deletes the object, then the row.
+            # An object in the bucket with neither a blob row nor an intent is not provably
+            # garbage, and is only ever reported.
+            """CREATE TABLE {schema}.object_intents (
+                object text COLLATE "C" PRIMARY KEY CHECK (object ~ '^[0-9a-f]{{32}}$'),
+                digest text COLLATE "C" NOT NULL CHECK (digest ~ '^[0-9a-f]{{64}}$'),
+                state text NOT NULL CHECK (state IN ('upload', 'delete')),
+                since double precision NOT NULL
+            )""",
+            # The bucket and prefix every host of the store uses (never an endpoint or a
+            # credential): a host configured for another, or for none, refuses to open.
+            """CREATE TABLE {schema}.object_location (
+                id integer PRIMARY KEY CHECK (id = 1),
+                location text NOT NULL
+            )""",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

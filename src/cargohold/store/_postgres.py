@@ -2,10 +2,13 @@
 
 Metadata and bytes both live in PostgreSQL, in one schema (``cargohold`` by default)::
 
-    blobs       (tenant, digest) -> size, chunk size, per-chunk digests, data (bytea)
-    artifacts   (tenant, user, session, digest) -> the record; references its blob
-    stats       one row: distinct blobs and bytes, the store quota's counter
-    schema_version
+    blobs           (tenant, digest) -> size, chunk size, per-chunk digests, and the body: data
+                    (bytea), or object (the key suffix of its object in the bucket)
+    artifacts       (tenant, user, session, digest) -> the record; references its blob
+    stats           one row: distinct blobs and bytes, the store quota's counter
+    object_intents  objects being uploaded or waiting to be deleted (the blob tier)
+    object_location one row: the bucket and prefix of the blob tier, if any
+    marker_key, schema_version
 
 A row is visible only once its transaction commits, so a write interrupted anywhere (a dropped
 connection, a server crash) leaves nothing partial. Bytes travel in binary; ``data`` is stored
@@ -29,6 +32,33 @@ Concurrency, which is the reason this backend exists:
 - Lock order is the same everywhere (session lock, blob, artifact row, counters), and gc locks
   blobs in key order, so no two transactions wait for each other in a cycle.
 
+Bodies in object storage (the blob tier, ``blobs="s3://bucket/prefix"``): a body larger than the
+tier's threshold lives in the bucket (:mod:`cargohold.store._blobs`) and its blob row holds the
+object's key suffix instead of the bytes; records, chunk digests, quotas and TTLs stay here. Two
+systems that share no transaction, kept consistent by ordering and by never reusing a key:
+
+- A body is uploaded before its record commits. The writer first announces the upload (an
+  ``object_intents`` row, state ``upload``), uploads to a key of its own, then in the put's
+  transaction inserts the blob row naming that key and deletes its intent; if the intent is gone
+  (gc reaped it as abandoned, and may have deleted the object), the transaction rolls back and
+  the writer uploads again. So no row ever names an object that was not whole in the bucket
+  when the row committed.
+- A writer that finds the blob row holds it (``FOR KEY SHARE``, as above) and checks with a HEAD
+  request that its object is there; if it is not (damage, a bucket lifecycle rule), it uploads
+  the body again under a new key and repoints the row. A put that returns has left its body.
+- gc deletes an object only after the transaction that removed the row naming it has committed:
+  the same transaction records the object as a ``delete`` intent, and the object is deleted
+  afterwards, then its intent. A writer re-adding the same bytes meanwhile finds no row and
+  uploads under a new key, which that delete cannot reach. An interrupted gc leaves intents the
+  next gc finishes. Upload intents older than ``blobs_grace`` are abandoned writes: gc turns them
+  into deletes (the fence above makes that safe even for a writer still uploading).
+- ``verify`` streams every object through SHA-256 and the chunk digests, and lists the bucket:
+  a row whose object is gone is ``missing_blob``; an object with an intent is ``staging`` (gc
+  removes it); one with neither is ``orphan`` and one whose key the store did not make is
+  ``unknown``: both only reported, never deleted, since nothing proves they are garbage.
+- Reads re-verify as for bytes in rows: a whole read hashes the object while it streams in; a
+  range read fetches only the chunks it touches (a ranged GET) and re-hashes them.
+
 Faults: psycopg's errors are translated here, in :func:`_translated`, without their text (it can
 name hosts and users). A lost connection on an idempotent verb (reads, and puts, which are
 idempotent by content) is retried on a fresh connection after the pool has discarded its broken
@@ -43,11 +73,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cargohold._errors import (
     CargoholdError,
@@ -95,7 +127,11 @@ from cargohold.store._core import (
     record_from_row,
     verify_range,
 )
+from cargohold.store._location import DEFAULT_THRESHOLD
 from cargohold.store._protocol import Clock, Progress
+
+if TYPE_CHECKING:
+    from cargohold.store._blobs import ObjectTier
 
 __all__ = ["PostgresStore", "schema_status", "upgrade_schema"]
 
@@ -128,6 +164,9 @@ GC_BATCH = 256
 """Blobs gc examines per transaction: bounds how long it holds their locks."""
 _BLOB_ATTEMPTS = 8
 """A writer re-inserts a blob gc deleted under it; each retry needs another gc to interleave."""
+_READ_ATTEMPTS = 3
+"""A read whose object vanished because gc collected it meanwhile is answered again from the
+rows; a row that still names a vanished object is damage (``stale``)."""
 _NO_BUDGET = 1 << 62
 _LOST_CONNECTION_STATES = frozenset({"57P01", "57P02", "57P03"})
 """Admin shutdown, crash shutdown, cannot connect now (plus class 08, connection exceptions)."""
@@ -155,7 +194,7 @@ _SQL_TEMPLATES = {
     "       WHEN r.stop > r.begin THEN"
     "         substring(b.data FROM (c.first + 1)::integer FOR (c.last - c.first)::integer)"
     "  END"
-    " END"
+    " END, b.object"
     " FROM {s}.artifacts a"
     " LEFT JOIN {s}.blobs b ON b.tenant = a.tenant AND b.digest = a.digest"
     " CROSS JOIN LATERAL (SELECT least(%(start)s::bigint, s.stop) AS begin, s.stop FROM"
@@ -175,12 +214,58 @@ _SQL_TEMPLATES = {
     "session_usage": "SELECT count(*), coalesce(sum(size), 0)::bigint FROM {s}.artifacts"
     ' WHERE tenant = %(tenant)s AND "user" = %(user)s AND session = %(session)s'
     " AND expires > %(now)s",
-    "hold_blob": "SELECT 1 FROM {s}.blobs WHERE tenant = %(tenant)s AND digest = %(digest)s"
+    "hold_blob": "SELECT object FROM {s}.blobs WHERE tenant = %(tenant)s AND digest = %(digest)s"
     " FOR KEY SHARE",
+    # A writer replacing a lost object changes the row: it locks it so from the start, never
+    # upgrading a shared lock another writer of the same bytes may also hold.
+    "hold_blob_for_update": "SELECT object FROM {s}.blobs"
+    " WHERE tenant = %(tenant)s AND digest = %(digest)s FOR UPDATE",
+    "blob_object": "SELECT object FROM {s}.blobs WHERE tenant = %(tenant)s AND digest = %(digest)s",
     "insert_blob": "INSERT INTO {s}.blobs"
     " (tenant, digest, size, chunk_size, chunks, data, created)"
     " VALUES (%(tenant)s, %(digest)s, %(size)s, %(chunk_size)s, %(chunks)b, %(data)b, %(now)s)"
     " ON CONFLICT (tenant, digest) DO NOTHING",
+    "insert_object_blob": "INSERT INTO {s}.blobs"
+    " (tenant, digest, size, chunk_size, chunks, object, created) VALUES (%(tenant)s,"
+    " %(digest)s, %(size)s, %(chunk_size)s, %(chunks)b, %(object)s, %(now)s)"
+    " ON CONFLICT (tenant, digest) DO NOTHING",
+    "replace_object": "UPDATE {s}.blobs SET object = %(object)s"
+    " WHERE tenant = %(tenant)s AND digest = %(digest)s AND object = %(old)s",
+    # The object intents (see migration 4 and the module docstring).
+    "announce_upload": "INSERT INTO {s}.object_intents (object, digest, state, since)"
+    " VALUES (%(object)s, %(digest)s, 'upload', extract(epoch FROM clock_timestamp()))"
+    " ON CONFLICT (object) DO NOTHING",
+    "consume_upload": "DELETE FROM {s}.object_intents"
+    " WHERE object = %(object)s AND state = 'upload'",
+    "abandon_upload": "UPDATE {s}.object_intents SET state = 'delete'"
+    " WHERE object = %(object)s RETURNING digest",
+    "doom_objects": "INSERT INTO {s}.object_intents (object, digest, state, since)"
+    " SELECT o, d, 'delete', extract(epoch FROM clock_timestamp())"
+    " FROM unnest(%(objects)s::text[], %(digests)s::text[]) AS"
+    " x(o, d) ON CONFLICT (object) DO UPDATE SET state = 'delete'",
+    # Ages are measured on the database's clock, the one clock every host shares: a host whose
+    # own clock is off can neither have its uploads taken early nor keep abandoned ones.
+    "reap_uploads": "UPDATE {s}.object_intents SET state = 'delete'"
+    " WHERE state = 'upload' AND since < extract(epoch FROM clock_timestamp()) - %(grace)s",
+    "doomed": "SELECT object, digest FROM {s}.object_intents WHERE state = 'delete'"
+    " ORDER BY object",
+    "forget_doomed": "DELETE FROM {s}.object_intents"
+    " WHERE object = ANY(%(objects)s::text[]) AND state = 'delete'",
+    "intents": "SELECT object FROM {s}.object_intents",
+    "object_known": "SELECT EXISTS (SELECT 1 FROM {s}.blobs WHERE object = %(object)s)"
+    " OR EXISTS (SELECT 1 FROM {s}.object_intents WHERE object = %(object)s)",
+    "precheck": "SELECT (SELECT count(*) FROM {s}.artifacts WHERE tenant = %(tenant)s"
+    '  AND "user" = %(user)s AND session = %(session)s AND expires > %(now)s),'
+    " (SELECT coalesce(sum(size), 0)::bigint FROM {s}.artifacts WHERE tenant = %(tenant)s"
+    '  AND "user" = %(user)s AND session = %(session)s AND expires > %(now)s),'
+    " s.objects, s.bytes, EXISTS (SELECT 1 FROM {s}.blobs WHERE tenant = %(tenant)s"
+    "  AND digest = %(digest)s) FROM {s}.stats s WHERE s.id = 1",
+    # Insert-if-absent then read, as the marker key: the first host names the bucket for all.
+    "location": "WITH made AS (INSERT INTO {s}.object_location (id, location)"
+    " VALUES (1, %(location)s) ON CONFLICT (id) DO NOTHING RETURNING location)"
+    " SELECT location FROM made UNION ALL"
+    " SELECT location FROM {s}.object_location WHERE id = 1",
+    "location_get": "SELECT location FROM {s}.object_location WHERE id = 1",
     # Under the session lock and with the old record known to be expired (or absent): a fresh
     # record replaces it whole, as if gc had run in between. Known when looked up: a put that
     # extended the row since (outside the session lock) may have committed in between, so an
@@ -226,12 +311,12 @@ _SQL_TEMPLATES = {
     "delete_unnamed_blobs": "DELETE FROM {s}.blobs b WHERE (b.tenant, b.digest) IN"
     " (SELECT * FROM unnest(%(tenants)s::text[], %(digests)s::text[]))"
     " AND NOT EXISTS (SELECT 1 FROM {s}.artifacts a"
-    "  WHERE a.tenant = b.tenant AND a.digest = b.digest) RETURNING b.size",
+    "  WHERE a.tenant = b.tenant AND a.digest = b.digest) RETURNING b.size, b.digest, b.object",
     "uncount_blobs": "UPDATE {s}.stats SET objects = objects - %(objects)s,"
     " bytes = bytes - %(bytes)s WHERE id = 1",
     "list_blobs": "SELECT tenant, digest FROM {s}.blobs ORDER BY tenant, digest",
     "verify_blob": "SELECT size, chunk_size, chunks, data, EXISTS (SELECT 1 FROM {s}.artifacts a"
-    " WHERE a.tenant = b.tenant AND a.digest = b.digest)"
+    " WHERE a.tenant = b.tenant AND a.digest = b.digest), object"
     " FROM {s}.blobs b WHERE tenant = %(tenant)s AND digest = %(digest)s",
     "unbacked": "SELECT DISTINCT a.digest FROM {s}.artifacts a WHERE NOT EXISTS"
     " (SELECT 1 FROM {s}.blobs b WHERE b.tenant = a.tenant AND b.digest = a.digest)"
@@ -305,6 +390,42 @@ def _batches(items: list[tuple[str, str]], size: int) -> Iterator[list[tuple[str
         yield items[start : start + size]
 
 
+class _NeedsUpload(Exception):
+    """The put's transaction found no usable object for its bytes: roll back, upload, retry.
+
+    Attributes:
+        replacing: The object the blob row names that is missing from the bucket (the new
+            upload replaces it), or ``None`` when there is no blob row.
+    """
+
+    def __init__(self, replacing: str | None) -> None:
+        super().__init__()
+        self.replacing = replacing
+
+
+@dataclass(slots=True)
+class _Upload:
+    """One upload of a put's body: its key suffix, the object it replaces, and whether the
+    transaction that committed consumed it (made a blob row name it)."""
+
+    nonce: str
+    replacing: str | None
+    consumed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetch:
+    """A read the rows resolved whose bytes are in the bucket: what to fetch and check, after
+    the PostgreSQL connection has gone back to the pool."""
+
+    record: ArtifactRecord
+    begin: int
+    stop: int
+    chunk_size: int
+    chunks: bytes
+    nonce: str
+
+
 class PostgresStore:
     """A store in a PostgreSQL database, shared safely by many processes on many hosts.
 
@@ -321,12 +442,23 @@ class PostgresStore:
         max_size: Most connections the pool opens at once.
         timeout: Seconds to wait for a pool connection (also when opening) before failing.
         retries: How many times an idempotent verb (reads, puts) is retried after its
-            connection was lost.
+            connection was lost; also how many times a failed request to the bucket is.
+        blobs: ``s3://bucket/prefix``: keep bodies larger than ``blobs_threshold`` in this
+            S3-compatible bucket (``cargohold[s3]``); endpoint, region and credentials come
+            from the standard AWS variables. Every host of one store names the same bucket
+            and prefix, and no other store may share them.
+        blobs_threshold: Bodies of more than this many bytes go to the bucket.
+        blobs_timeout: Seconds one request to the bucket may take, and after which a failing
+            one is no longer retried.
+        blobs_grace: Seconds after which ``gc`` takes an upload that never committed for
+            abandoned and deletes its object (measured on the database server's clock).
 
     Raises:
         ConfigError: a URL psycopg cannot parse, or a bad schema name.
         StoreUnavailableError: the database cannot be reached within ``timeout``.
         SchemaError: the schema is behind (run ``cargohold db upgrade``) or ahead.
+        ConfigError: the store keeps bodies in another bucket or prefix than ``blobs``, or in
+            one while ``blobs`` is not given.
     """
 
     def __init__(
@@ -340,6 +472,10 @@ class PostgresStore:
         max_size: int = 8,
         timeout: float = 30.0,
         retries: int = 2,
+        blobs: str | None = None,
+        blobs_threshold: int = DEFAULT_THRESHOLD,
+        blobs_timeout: float = 30.0,
+        blobs_grace: float = 3600.0,
     ) -> None:
         self.limits = limits or Limits()
         self._clock = clock
@@ -348,6 +484,16 @@ class PostgresStore:
         self._retries = retries
         self._closed = True
         self._marker_key: bytes | None = None
+        self._tier: ObjectTier | None = None
+        self._grace = float(blobs_grace)
+        if blobs is not None:
+            # Imported here: without the tier, obstore is never loaded. Without it installed,
+            # the import raises a ConfigError naming the extra.
+            from cargohold.store._blobs import ObjectTier
+
+            self._tier = ObjectTier(
+                blobs, threshold=blobs_threshold, timeout=blobs_timeout, retries=retries
+            )
         try:
             psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -367,12 +513,34 @@ class PostgresStore:
                 self._pool.open(wait=True, timeout=timeout)
                 with self._pool.connection() as conn:
                     migrations.check(conn, schema)
+                    self._check_location(conn)
         except BaseException:
             self.close()
             raise
 
     def __repr__(self) -> str:
         return "PostgresStore()"
+
+    def _check_location(self, conn: _Conn) -> None:
+        """Refuse a host whose bucket is not the one the store's bodies are in."""
+        if self._tier is None:
+            if conn.execute(self._sql.location_get).fetchone() is not None:
+                raise ConfigError(
+                    "this PostgreSQL store keeps bodies in object storage: configure its "
+                    "bucket (blobs, CARGOHOLD_BLOBS) as its other hosts do"
+                )
+            return
+        row = conn.execute(self._sql.location, {"location": self._tier.location}).fetchone()
+        if row is None or str(row[0]) != self._tier.location:
+            raise ConfigError(
+                "this PostgreSQL store keeps bodies in another bucket or prefix than the "
+                "configured blobs URL"
+            )
+
+    def _bucket(self) -> ObjectTier:
+        if self._tier is None:  # pragma: no cover - a host without the tier refuses to open
+            raise StoreError("this store's bodies are in object storage, which is not configured")
+        return self._tier
 
     # -- the connection seam ----------------------------------------------------------------
 
@@ -407,9 +575,130 @@ class PostgresStore:
         self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
     ) -> PutResult:
         write = prepare_write(data, request, self.limits)
-        return self._call(lambda conn: self._put(conn, scope, write), idempotent=True)
+        if self._tier is None:
+            return self._call(lambda conn: self._put(conn, scope, write, None), idempotent=True)
+        return self._put_with_tier(scope, write)
 
-    def _put(self, conn: _Conn, scope: Scope, write: PreparedWrite) -> PutResult:
+    def _put_with_tier(self, scope: Scope, write: PreparedWrite) -> PutResult:
+        """A put that may need the body in the bucket first.
+
+        A body for the bucket whose blob row does not exist yet is uploaded at once, before
+        the put's transaction. Otherwise the transaction finds out (a row gone meanwhile, an
+        object missing behind its row) and says so by raising :class:`_NeedsUpload`, rolling
+        back; the body is then uploaded outside any transaction and the put runs again.
+        """
+        uploads: list[_Upload] = []
+        upload: _Upload | None = None
+        try:
+            if self._bucket().holds(len(write.data)):
+                first = self._call(
+                    functools.partial(self._before_upload, scope=scope, write=write),
+                    idempotent=True,
+                )
+                if isinstance(first, PutResult):
+                    return first
+                if first is not None:
+                    uploads.append(first)
+                    self._send(write, first)
+                    upload = first
+            for _ in range(_BLOB_ATTEMPTS):
+                try:
+                    return self._call(
+                        functools.partial(self._put, scope=scope, write=write, upload=upload),
+                        idempotent=True,
+                    )
+                except _NeedsUpload as need:
+                    upload = self._announce(scope, write, need.replacing)
+                    uploads.append(upload)
+                    self._send(write, upload)
+            raise StoreUnavailableError("the store stayed busy: an upload kept being collected")
+        finally:
+            for each in uploads:
+                if not each.consumed:
+                    self._abandon(write.ref.digest, each)
+
+    def _before_upload(
+        self, conn: _Conn, scope: Scope, write: PreparedWrite
+    ) -> PutResult | _Upload | None:
+        """Before a body for the bucket travels: the owner's live record (a repeated put, no
+        upload), or an announced upload when no blob row holds these bytes yet, or ``None``
+        (a blob row exists: the put's transaction checks its object)."""
+        key = _owner(scope, write.ref.digest)
+        row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+        if row is not None:
+            found = self._existing(conn, key, record_from_row(row), write)
+            if found is not None:
+                return found
+        return self._announce_on(conn, scope, write, None)
+
+    def _announce(self, scope: Scope, write: PreparedWrite, replacing: str | None) -> _Upload:
+        """An upload announced (never ``None``: called when the transaction asked for one)."""
+
+        def op(conn: _Conn) -> _Upload:
+            upload = self._announce_on(conn, scope, write, replacing, always=True)
+            assert upload is not None  # always=True announces
+            return upload
+
+        return self._call(op, idempotent=True)
+
+    def _announce_on(
+        self,
+        conn: _Conn,
+        scope: Scope,
+        write: PreparedWrite,
+        replacing: str | None,
+        *,
+        always: bool = False,
+    ) -> _Upload | None:
+        """Refuse early what the quotas would refuse, before the bytes travel (the put's
+        transaction decides); then announce an upload, unless a blob row already holds the
+        bytes and ``always`` is false."""
+        digest = write.ref.digest
+        now = self._clock()
+        counts = conn.execute(self._sql.precheck, {**_owner(scope, digest), "now": now}).fetchone()
+        if counts is not None:
+            objects, held, blobs, stored, exists = counts
+            if exists and not always:
+                return None
+            if replacing is None:
+                self.limits.check_session(int(objects), int(held), len(write.data))
+                self.limits.check_store(int(blobs), int(stored), len(write.data))
+        upload = _Upload(self._bucket().new_nonce(), replacing)
+        conn.execute(self._sql.announce_upload, {"object": upload.nonce, "digest": digest})
+        return upload
+
+    def _send(self, write: PreparedWrite, upload: _Upload) -> None:
+        """Upload the body to the announced key (outside any transaction)."""
+        self._bucket().upload(write.ref.digest, upload.nonce, write.data)
+
+    def _abandon(self, digest: str, upload: _Upload) -> None:
+        """Delete an upload no blob row names, best effort: gc finishes what this cannot.
+
+        Driven by the intent row, not by what this process believes: the row is gone exactly
+        when a committed transaction consumed the upload (or gc already took it), and then the
+        object is left alone.
+        """
+        tier = self._bucket()
+        with contextlib.suppress(CargoholdError):
+            row = self._call(
+                lambda conn: conn.execute(
+                    self._sql.abandon_upload, {"object": upload.nonce}
+                ).fetchone(),
+                idempotent=True,
+            )
+            if row is None:
+                return
+            tier.delete([(digest, upload.nonce)])
+            self._call(
+                lambda conn: conn.execute(self._sql.forget_doomed, {"objects": [upload.nonce]}),
+                idempotent=True,
+            )
+
+    def _put(
+        self, conn: _Conn, scope: Scope, write: PreparedWrite, upload: _Upload | None
+    ) -> PutResult:
+        if upload is not None:
+            upload.consumed = False  # this attempt's transaction has not consumed it (yet)
         key = _owner(scope, write.ref.digest)
         # The cheap path: this owner already holds these bytes, alive. One lookup, rarely a write.
         row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
@@ -434,7 +723,7 @@ class PostgresStore:
                 self._sql.session_usage, {**key, "now": now}
             ).fetchone() or (0, 0)
             self.limits.check_session(int(objects), int(held), len(write.data))
-            blob_written = self._hold_blob(conn, scope.tenant, write, now)
+            blob_written = self._hold_blob(conn, scope.tenant, write, now, upload)
             expires = now + write.ttl
             conn.execute(
                 self._sql.upsert_artifact,
@@ -496,45 +785,77 @@ class PostgresStore:
             record = dataclasses.replace(record, expires=float(row[0]))
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
-    def _hold_blob(self, conn: _Conn, tenant: str, write: PreparedWrite, now: float) -> bool:
+    def _hold_blob(
+        self, conn: _Conn, tenant: str, write: PreparedWrite, now: float, upload: _Upload | None
+    ) -> bool:
         """Make sure the blob exists and stays until commit; ``True`` when this call wrote it.
 
         Either the lookup's ``FOR KEY SHARE`` or the insert itself holds the blob against gc.
         Insert-or-ignore settles the race between writers of the same bytes: the losers wait
         for the winner's commit and insert nothing. A blob gc deleted between the lookup and
         the insert is simply inserted again.
+
+        With the blob tier: a blob row naming an object is used only once a HEAD request has
+        found the object whole (held by the row lock, the object cannot be collected after
+        that). A new blob of a body the bucket holds is inserted only with an upload this
+        transaction consumes. Either need raises :class:`_NeedsUpload`.
         """
         key = {"tenant": tenant, "digest": write.ref.digest}
-        chunks: bytes | None = None
+        size = len(write.data)
+        in_bucket = self._tier is not None and self._tier.holds(size)
+        replacing = upload.replacing if upload is not None else None
+        lookup = self._sql.hold_blob if replacing is None else self._sql.hold_blob_for_update
         for _ in range(_BLOB_ATTEMPTS):
-            if conn.execute(self._sql.hold_blob, key).fetchone() is not None:
-                return False
+            row = conn.execute(lookup, key).fetchone()
+            if row is not None:
+                named = row[0]
+                if named is None:
+                    return False  # the body is in the row
+                if upload is not None and named == replacing:
+                    self._consume(conn, upload)
+                    conn.execute(
+                        self._sql.replace_object, {**key, "object": upload.nonce, "old": named}
+                    )
+                    # The missing object may yet show up (a glitch of the bucket): gc deletes it.
+                    conn.execute(
+                        self._sql.doom_objects,
+                        {"objects": [named], "digests": [write.ref.digest]},
+                    )
+                    return False
+                if self._bucket().size(write.ref.digest, str(named)) == size:
+                    return False
+                raise _NeedsUpload(str(named))
+            if in_bucket and upload is None:
+                raise _NeedsUpload(None)
             # Early refusal without the counters' lock, before the bytes travel; the
             # authoritative check runs under the lock just before commit.
             counters = conn.execute(self._sql.store_counters).fetchone()
             if counters is not None:
-                self.limits.check_store(int(counters[0]), int(counters[1]), len(write.data))
-            if chunks is None:
-                # A body of one chunk (or none) is its own only chunk: its digest is the ref's.
-                chunks = (
-                    chunk_digests(write.data)
-                    if len(write.data) > CHUNK_SIZE
-                    else bytes.fromhex(write.ref.digest)
+                self.limits.check_store(int(counters[0]), int(counters[1]), size)
+            params = {
+                **key,
+                "size": size,
+                "chunk_size": CHUNK_SIZE,
+                "chunks": write.chunks or chunk_digests(write.data),
+                "now": now,
+            }
+            if upload is not None:
+                inserted = conn.execute(
+                    self._sql.insert_object_blob, {**params, "object": upload.nonce}
                 )
-            inserted = conn.execute(
-                self._sql.insert_blob,
-                {
-                    **key,
-                    "size": len(write.data),
-                    "chunk_size": CHUNK_SIZE,
-                    "chunks": chunks,
-                    "data": write.data,
-                    "now": now,
-                },
-            )
+            else:
+                inserted = conn.execute(self._sql.insert_blob, {**params, "data": write.data})
             if inserted.rowcount == 1:
+                if upload is not None:
+                    self._consume(conn, upload)
                 return True
         raise StoreUnavailableError("the store stayed busy: a blob kept disappearing under gc")
+
+    def _consume(self, conn: _Conn, upload: _Upload) -> None:
+        """Take the upload's intent in this transaction, or start over if gc took it."""
+        if conn.execute(self._sql.consume_upload, {"object": upload.nonce}).rowcount != 1:
+            raise _NeedsUpload(upload.replacing)  # reaped as abandoned: its object may be gone
+        upload.consumed = True
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -604,14 +925,68 @@ class PostgresStore:
             "budget": (_NO_BUDGET if max_bytes is None else max_bytes) if valid else -1,
         }
 
-        def op(conn: _Conn) -> ReadResult:
+        def op(conn: _Conn) -> ReadResult | _Fetch:
             now = self._clock()
             row = conn.execute(self._sql.read, {**params, "now": now}, binary=True).fetchone()
             if row is None:
                 return self._absent(conn, scope, ref)
             return self._answer(row, ref, now, start, end, max_bytes)
 
-        return self._call(op, idempotent=True)
+        for _ in range(_READ_ATTEMPTS - 1):
+            answer = self._call(op, idempotent=True)
+            if isinstance(answer, ReadResult):
+                return answer
+            fetched = self._fetch(scope.tenant, ref, answer)
+            if fetched is not None:
+                return fetched
+        answer = self._call(op, idempotent=True)
+        if isinstance(answer, ReadResult):
+            return answer
+        # The rows kept naming objects that kept vanishing: answer as for missing bytes.
+        fetched = self._fetch(scope.tenant, ref, answer)
+        return fetched or ReadResult(
+            ReadOutcome.STALE, ref, record=answer.record, start=answer.begin
+        )
+
+    def _fetch(self, tenant: str, ref: Ref, fetch: _Fetch) -> ReadResult | None:
+        """The bytes of a resolved record from the bucket, verified; ``None``: read again.
+
+        Runs with no PostgreSQL connection held. An object that is not there is damage when
+        its row still names it (``stale``); when the row is gone or names another object, gc
+        or a writer changed it meanwhile, and the read is answered again from the rows.
+        """
+        from cargohold.store._blobs import ObjectMissing
+
+        tier = self._bucket()
+        record = fetch.record
+        stale = ReadResult(ReadOutcome.STALE, ref, record=record, start=fetch.begin)
+        try:
+            if fetch.begin == 0 and fetch.stop == record.size:
+                body = tier.read_whole(ref.digest, fetch.nonce, record.size)
+                if body is None:
+                    return stale
+                return ReadResult(ReadOutcome.RESOLVED, ref, body, record, 0)
+            part = verify_range(
+                lambda offset, length: tier.read_span(
+                    ref.digest, fetch.nonce, offset, offset + length
+                ),
+                fetch.chunks,
+                record.size,
+                fetch.begin,
+                fetch.stop,
+                fetch.chunk_size,
+            )
+        except ObjectMissing:
+            row = self._call(
+                lambda conn: conn.execute(
+                    self._sql.blob_object, {"tenant": tenant, "digest": ref.digest}
+                ).fetchone(),
+                idempotent=True,
+            )
+            return stale if row is not None and row[0] == fetch.nonce else None
+        if part is None:
+            return stale
+        return ReadResult(ReadOutcome.RESOLVED, ref, part, record, fetch.begin)
 
     def _answer(
         self,
@@ -621,9 +996,9 @@ class PostgresStore:
         start: int,
         end: int | None,
         max_bytes: int | None,
-    ) -> ReadResult:
+    ) -> ReadResult | _Fetch:
         record = record_from_row(row)
-        chunk_size, chunks, first, data = row[RECORD_WIDTH:]
+        chunk_size, chunks, first, data, nonce = row[RECORD_WIDTH:]
         if record.expires <= now:
             return ReadResult(ReadOutcome.EXPIRED, ref, record=record)
         begin, stop = clip_range(record.size, start, end)
@@ -632,6 +1007,10 @@ class PostgresStore:
         stale = ReadResult(ReadOutcome.STALE, ref, record=record, start=begin)
         if chunk_size is None:
             return stale  # a record without its blob row
+        if nonce is not None:
+            if begin == stop:
+                return ReadResult(ReadOutcome.RESOLVED, ref, b"", record, begin)
+            return _Fetch(record, begin, stop, int(chunk_size), bytes(chunks), str(nonce))
         if begin == 0 and stop == record.size:
             body = bytes(data) if data is not None else None
             if body is None or hashlib.sha256(body).hexdigest() != ref.digest:
@@ -699,22 +1078,48 @@ class PostgresStore:
                     # commits first, and the deletes below (new statements) then see its row.
                     conn.execute(self._sql.lock_blobs, params)
                     removed += conn.execute(self._sql.delete_expired, params).rowcount
-                    sizes = [
-                        int(size)
-                        for (size,) in conn.execute(self._sql.delete_unnamed_blobs, params)
-                    ]
+                    gone = conn.execute(self._sql.delete_unnamed_blobs, params).fetchall()
+                    sizes = [int(size) for size, _, _ in gone]
                     if sizes:
                         conn.execute(
                             self._sql.uncount_blobs, {"objects": len(sizes), "bytes": sum(sizes)}
+                        )
+                    doomed = [(str(digest), str(obj)) for _, digest, obj in gone if obj]
+                    if doomed:
+                        # In the same transaction as the rows' removal: an object is deleted
+                        # only once no row can name it, and never forgotten if this gc dies.
+                        conn.execute(
+                            self._sql.doom_objects,
+                            {
+                                "objects": [obj for _, obj in doomed],
+                                "digests": [digest for digest, _ in doomed],
+                                "now": now,
+                            },
                         )
                 blobs += len(sizes)
                 freed += sum(sizes)
                 if progress is not None:
                     progress(min((done + 1) * GC_BATCH, total), total)
+            if self._tier is not None:
+                self._delete_doomed(conn, self._tier)
             return GcReport(removed, blobs, freed, False)
 
         # Not retried: a gc that lost its connection committed whole batches only; run it again.
         return self._call(op, idempotent=False)
+
+    def _delete_doomed(self, conn: _Conn, tier: ObjectTier) -> None:
+        """Delete the objects no row names any more, then forget them.
+
+        Uploads announced more than ``blobs_grace`` ago and never committed are taken for
+        abandoned first: a writer still at it finds its intent gone when it commits, and
+        uploads again (see the module docstring).
+        """
+        conn.execute(self._sql.reap_uploads, {"grace": self._grace})
+        doomed = [(str(obj), str(digest)) for obj, digest in conn.execute(self._sql.doomed)]
+        for start in range(0, len(doomed), GC_BATCH):
+            batch = doomed[start : start + GC_BATCH]
+            tier.delete([(digest, obj) for obj, digest in batch])
+            conn.execute(self._sql.forget_doomed, {"objects": [obj for obj, _ in batch]})
 
     def verify(self, *, progress: Progress | None = None) -> list[Finding]:
         def op(conn: _Conn) -> list[Finding]:
@@ -722,18 +1127,85 @@ class PostgresStore:
                 Finding("missing_blob", str(digest), "a record has no blob row")
                 for (digest,) in conn.execute(self._sql.unbacked)
             ]
+            # The bucket is listed before the rows are read: an object listed then is named by
+            # a row or an intent read afterwards, unless gc deleted it in between.
+            listed = list(self._tier.listing()) if self._tier is not None else []
+            named: set[str] = set()
             keys = [(str(t), str(d)) for t, d in conn.execute(self._sql.list_blobs)]
             for index, (tenant, digest) in enumerate(keys, 1):
                 row = conn.execute(
                     self._sql.verify_blob, {"tenant": tenant, "digest": digest}, binary=True
                 ).fetchone()
                 if row is not None:  # else collected since the listing
-                    findings.extend(_check_blob(digest, *row))
+                    *blob, nonce = row
+                    if nonce is None:
+                        findings.extend(_check_blob(digest, *blob))
+                    else:
+                        named.add(str(nonce))
+                        findings.extend(self._check_object(conn, tenant, digest, str(nonce), blob))
                 if progress is not None:
                     progress(index, len(keys))
+            if self._tier is not None:
+                findings.extend(self._check_listing(conn, self._tier, listed, named))
             return findings
 
         return self._call(op, idempotent=True)
+
+    def _check_object(
+        self, conn: _Conn, tenant: str, digest: str, nonce: str, blob: list[Any]
+    ) -> list[Finding]:
+        """A blob whose body is in the bucket: stream it through the hashes."""
+        from cargohold.store._blobs import ObjectMissing
+
+        size, chunk_size, chunks, _, named = blob
+        try:
+            found, hexdigest, digests = self._bucket().scan(digest, nonce, int(chunk_size))
+        except ObjectMissing:
+            again = conn.execute(
+                self._sql.blob_object, {"tenant": tenant, "digest": digest}
+            ).fetchone()
+            if again is None or again[0] != nonce:
+                return []  # collected or replaced since the row was read
+            return [Finding("missing_blob", digest, "a record's body is missing from the bucket")]
+        if found != int(size) or hexdigest != digest:
+            return [Finding("corrupt", digest, "bytes do not match their digest")]
+        if digests != bytes(chunks):
+            return [Finding("corrupt", digest, "chunk digests do not match the bytes")]
+        if not named:
+            return [Finding("orphan", digest, "bytes no record names")]
+        return []
+
+    def _check_listing(
+        self,
+        conn: _Conn,
+        tier: ObjectTier,
+        listed: list[tuple[str, str] | None],
+        named: set[str],
+    ) -> list[Finding]:
+        """Objects in the bucket that no blob row names: reported, never deleted."""
+        findings: list[Finding] = []
+        intents = {str(obj) for (obj,) in conn.execute(self._sql.intents)}
+        for entry in listed:
+            if entry is None:
+                findings.append(Finding("unknown", None, "an object the store did not make"))
+                continue
+            digest, nonce = entry
+            if nonce in named:
+                continue
+            if nonce in intents:
+                findings.append(
+                    Finding(
+                        "staging",
+                        digest,
+                        "an upload that never committed, or a delete gc has to finish",
+                    )
+                )
+                continue
+            known = conn.execute(self._sql.object_known, {"object": nonce}).fetchone()
+            if (known is not None and known[0]) or tier.size(digest, nonce) is None:
+                continue  # committed or collected since the listing
+            findings.append(Finding("orphan", digest, "bytes in the bucket no record names"))
+        return findings
 
     def marker_key(self) -> bytes:
         """The store's marker key, from its ``marker_key`` table; made by the first host that
@@ -769,6 +1241,19 @@ class PostgresStore:
 
     def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
         """Flip one stored byte in place, as a disk fault would. For tests of ``stale``."""
+        if self._tier is not None:
+            row = self._call(
+                lambda conn: conn.execute(
+                    self._sql.blob_object, {"tenant": tenant, "digest": ref.digest}
+                ).fetchone(),
+                idempotent=True,
+            )
+            if row is not None and row[0] is not None:
+                key = self._tier.key(ref.digest, str(row[0]))
+                body = bytearray(self._tier.get_raw_for_tests(key))
+                body[offset] = 255 - body[offset]
+                self._tier.put_raw_for_tests(key, bytes(body))
+                return
         self._call(
             lambda conn: conn.execute(
                 self._sql.corrupt, {"tenant": tenant, "digest": ref.digest, "offset": offset}

@@ -26,14 +26,27 @@ class PostgresHarness:
             throwaway test database: the schemas are left for the database's owner to drop).
         prefix: The start of every schema name this harness creates.
         max_size: Pool size of each opened store; tests open several stores at once.
+        blobs: An ``s3://bucket/prefix`` to run with the object storage tier: each store gets a
+            prefix of its own under it (named after its schema). The AWS variables name the
+            endpoint and credentials.
+        blobs_threshold: The tier's threshold (0: every non-empty body goes to the bucket).
     """
 
-    name = "postgres"
-
-    def __init__(self, url: str, *, prefix: str = "conformance", max_size: int = 2) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "conformance",
+        max_size: int = 2,
+        blobs: str | None = None,
+        blobs_threshold: int = 0,
+    ) -> None:
         self._url = url
         self._prefix = prefix
         self._max_size = max_size
+        self._blobs = None if blobs is None else blobs.rstrip("/")
+        self._blobs_threshold = blobs_threshold
+        self.name = "postgres" if blobs is None else "postgres+s3"
         self._counter = itertools.count(1)
         self._opened: weakref.WeakKeyDictionary[PostgresStore, tuple[str, Limits, Clock]] = (
             weakref.WeakKeyDictionary()
@@ -46,7 +59,13 @@ class PostgresHarness:
         from cargohold.store._postgres import PostgresStore
 
         store = PostgresStore(
-            self._url, limits=limits, clock=clock, schema=schema, max_size=self._max_size
+            self._url,
+            limits=limits,
+            clock=clock,
+            schema=schema,
+            max_size=self._max_size,
+            blobs=None if self._blobs is None else f"{self._blobs}/{schema}",
+            blobs_threshold=self._blobs_threshold,
         )
         self._opened[store] = (schema, limits, clock)
         return store
