@@ -17,11 +17,12 @@ import itertools
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from cargohold._errors import UsageError
+from cargohold._records import ReadOutcome
 from cargohold._ref import is_ref
 
 _log = logging.getLogger("cargohold.events")
@@ -343,6 +344,27 @@ class Reporter:
                     "cargohold event sink %s failed (%s)", type(sink).__name__, type(exc).__name__
                 )
         return event
+
+
+READ_REASONS: Mapping[ReadOutcome, Reason] = {
+    ReadOutcome.RESOLVED: Reason.VERIFIED,
+    ReadOutcome.MISSING: Reason.NOT_FOUND,
+    ReadOutcome.UNAUTHORIZED: Reason.OWNER_MISMATCH,
+    ReadOutcome.STALE: Reason.DIGEST_MISMATCH,
+    ReadOutcome.EXPIRED: Reason.TTL_ELAPSED,
+    ReadOutcome.OVER_BUDGET: Reason.BUDGET_EXCEEDED,
+}
+"""The reason a read's event gives for each store read outcome."""
+
+LIMIT_REASONS: Mapping[str, Reason] = {
+    "artifact_too_large": Reason.ARTIFACT_TOO_LARGE,
+    "session_objects": Reason.SESSION_OBJECTS,
+    "session_bytes": Reason.SESSION_BYTES,
+    "store_objects": Reason.STORE_OBJECTS,
+    "store_bytes": Reason.STORE_BYTES,
+    "sensitivity": Reason.SENSITIVITY,
+}
+"""The reason a refused write's event gives for each limit a store names."""
 
 
 def record(

@@ -31,6 +31,7 @@ from cargohold._errors import (
     UsageError,
 )
 from cargohold._events import (
+    LIMIT_REASONS,
     ContentKind,
     DecisionEvent,
     OffloadOutcome,
@@ -59,14 +60,6 @@ from cargohold._tokens import Family, estimate_tokens, family_of
 
 HEAVY_THRESHOLD = 32 * KiB
 """The default heavy threshold: results of at least this many bytes are offloaded."""
-
-_LIMIT_REASONS = {
-    "artifact_too_large": Reason.ARTIFACT_TOO_LARGE,
-    "session_objects": Reason.SESSION_OBJECTS,
-    "session_bytes": Reason.SESSION_BYTES,
-    "store_objects": Reason.STORE_OBJECTS,
-    "store_bytes": Reason.STORE_BYTES,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,7 +344,7 @@ class Offloader:
         elif isinstance(exc, LimitExceededError):
             outcome, reason = (
                 OffloadOutcome.REJECTED,
-                _LIMIT_REASONS.get(exc.reason, Reason.ARTIFACT_TOO_LARGE),
+                LIMIT_REASONS.get(exc.reason, Reason.ARTIFACT_TOO_LARGE),
             )
         elif isinstance(exc, RejectedError):  # a backend's own refusal: still a refusal
             outcome, reason = OffloadOutcome.REJECTED, Reason.STORE_ERROR

@@ -26,6 +26,7 @@ import re2
 from cargohold._cpu import CPU_BOUND
 from cargohold._errors import ReadError, UsageError
 from cargohold._events import (
+    READ_REASONS,
     ContentKind,
     DecisionEvent,
     Operation,
@@ -46,15 +47,6 @@ DEFAULT_READ_BUDGET = 16 * KiB
 
 MAX_LINE_PREVIEW = 400
 """A grep match line longer than this is shown as a window around the match."""
-
-_REASONS = {
-    ReadOutcome.RESOLVED: Reason.VERIFIED,
-    ReadOutcome.MISSING: Reason.NOT_FOUND,
-    ReadOutcome.UNAUTHORIZED: Reason.OWNER_MISMATCH,
-    ReadOutcome.STALE: Reason.DIGEST_MISMATCH,
-    ReadOutcome.EXPIRED: Reason.TTL_ELAPSED,
-    ReadOutcome.OVER_BUDGET: Reason.BUDGET_EXCEEDED,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +185,7 @@ class Rehydrator:
         fit: tuple[int, int] | None = None,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
-        reason = _REASONS[outcome]
+        reason = READ_REASONS[outcome]
         segment = None
         if answer is not None:  # marked with the store's key: the guard and seam trust it
             key = self._store.marker_key()

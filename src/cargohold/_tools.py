@@ -40,6 +40,8 @@ from cargohold import _patch
 from cargohold._cpu import CPU_BOUND
 from cargohold._errors import CargoholdError, RejectedError, UsageError
 from cargohold._events import (
+    LIMIT_REASONS,
+    READ_REASONS,
     ContentKind,
     DecisionEvent,
     OffloadOutcome,
@@ -583,7 +585,7 @@ class ReadToolset:
             Operation.REHYDRATE,
             RehydrateOutcome(old.outcome.value),
             ContentKind.TOOL_ARGUMENTS,
-            _READ_REASONS[old.outcome],
+            READ_REASONS[old.outcome],
             observed_bytes=0 if old.record is None else old.record.size,
             limit_bytes=limit,
             ref=str(ref),
@@ -609,7 +611,7 @@ class ReadToolset:
                 PATCH_TOOL, exc.outcome, f"{PATCH_TOOL}: {exc.outcome}: {exc}", ref, size=None
             )
             if exc.outcome == REJECTED:
-                reason = _LIMIT_REASONS.get(exc.reason or "", Reason.ARTIFACT_TOO_LARGE)
+                reason = LIMIT_REASONS.get(exc.reason or "", Reason.ARTIFACT_TOO_LARGE)
                 return _with_event(answer, self._stored(OffloadOutcome.REJECTED, reason, 0, None))
             return _with_event(answer, read_event)
         if derived.data == old.data:
@@ -638,7 +640,7 @@ class ReadToolset:
                 parent=ref,
             )
         except RejectedError as exc:
-            reason = _LIMIT_REASONS.get(exc.reason, Reason.STORE_ERROR)
+            reason = LIMIT_REASONS.get(exc.reason, Reason.STORE_ERROR)
             text = (
                 f"{PATCH_TOOL}: rejected: the store refused the result ({exc.reason}: "
                 f"{len(derived.data):,} bytes); nothing was stored."
@@ -727,24 +729,6 @@ class ReadToolset:
             content=content,
             event=result.event,
         )
-
-
-_READ_REASONS = {
-    ReadOutcome.RESOLVED: Reason.VERIFIED,
-    ReadOutcome.MISSING: Reason.NOT_FOUND,
-    ReadOutcome.UNAUTHORIZED: Reason.OWNER_MISMATCH,
-    ReadOutcome.STALE: Reason.DIGEST_MISMATCH,
-    ReadOutcome.EXPIRED: Reason.TTL_ELAPSED,
-    ReadOutcome.OVER_BUDGET: Reason.BUDGET_EXCEEDED,
-}
-_LIMIT_REASONS = {
-    "artifact_too_large": Reason.ARTIFACT_TOO_LARGE,
-    "session_objects": Reason.SESSION_OBJECTS,
-    "session_bytes": Reason.SESSION_BYTES,
-    "store_objects": Reason.STORE_OBJECTS,
-    "store_bytes": Reason.STORE_BYTES,
-    "sensitivity": Reason.SENSITIVITY,
-}
 
 
 def _change_facts(

@@ -19,21 +19,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from cargohold._events import ContentKind, Operation, Reason, RehydrateOutcome, record
+from cargohold._events import READ_REASONS, ContentKind, Operation, RehydrateOutcome, record
 from cargohold._records import ReadOutcome
 from cargohold._ref import Ref, is_ref
 
 if TYPE_CHECKING:
     from cargohold._hold import Hold
 
-_REASONS = {
-    ReadOutcome.RESOLVED: Reason.VERIFIED,
-    ReadOutcome.MISSING: Reason.NOT_FOUND,
-    ReadOutcome.UNAUTHORIZED: Reason.OWNER_MISMATCH,
-    ReadOutcome.STALE: Reason.DIGEST_MISMATCH,
-    ReadOutcome.EXPIRED: Reason.TTL_ELAPSED,
-    ReadOutcome.OVER_BUDGET: Reason.BUDGET_EXCEEDED,
-}
 
 _WHY = {
     ReadOutcome.MISSING: "no artifact with this reference is visible to this session",
@@ -107,7 +99,7 @@ def _content(hold: Hold, ref: Ref, path: str, tool: str, read: dict[Ref, bytes])
         Operation.REHYDRATE,
         RehydrateOutcome(result.outcome.value),
         ContentKind.TOOL_ARGUMENTS,
-        _REASONS[result.outcome],
+        READ_REASONS[result.outcome],
         observed_bytes=size,
         limit_bytes=hold.settings.limits.max_artifact_bytes,
         ref=str(ref),
