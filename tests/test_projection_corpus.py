@@ -238,6 +238,8 @@ def _levels(lines: list[str]) -> dict[str, int]:
 def test_a_log_stub_counts_the_lines_of_every_level_warnings_included(
     name: str, budget: Budget
 ) -> None:
+    """Every level counted exactly; or, where the stub states a sample, the severe levels
+    counted exactly over every line and the others' shares exactly those of the stated sample."""
     lines = (CORPUS / name).read_text(encoding="utf-8", errors="replace").split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -246,11 +248,23 @@ def test_a_log_stub_counts_the_lines_of_every_level_warnings_included(
 
     preview = preview_of(stub_of(name, budget))
 
-    stated = dict(
-        (m[1], int(m[2].replace(",", "")))
-        for m in re.finditer(r"([A-Z]+) ([\d,]+)", preview.split("\n", 1)[0].split("levels:")[1])
-    )
-    assert stated == counts
+    levels = preview.split("\n", 1)[0].split("levels:")[1]
+    sample = re.search(r"of an even sample of ([\d,]+) lines: every ([\d,]+)th from line 1", levels)
+    exact = levels.split(" (every line read)")[0]
+    stated = {m[1]: int(m[2].replace(",", "")) for m in re.finditer(r"([A-Z]+) ([\d,]+)", exact)}
+    if sample is None:
+        assert stated == counts
+    else:
+        assert stated == {level: n for level, n in counts.items() if level in _SEVERE}
+        picked = lines[:: int(sample[2].replace(",", ""))]
+        assert len(picked) == int(sample[1].replace(",", ""))
+        shares = {m[1]: int(m[2]) for m in re.finditer(r"([A-Z]+) ~(\d+)%", levels)}
+        expected = {
+            level: round(100 * n / len(picked))
+            for level, n in _levels(picked).items()
+            if level not in _SEVERE
+        }
+        assert shares == expected
     if flagged:
         assert f"errors and warnings: {flagged:,} lines in " in preview
 
@@ -326,3 +340,66 @@ def test_a_failure_stub_names_the_failing_tests(name: str) -> None:
     more = re.search(r"([\d,]+) more failing tests", preview)
     assert shown
     assert len(shown) + (int(more.group(1).replace(",", "")) if more else 0) >= len(set(tests))
+
+
+# A quote is a preview line whose label (the text before its first ": ") names where in the body
+# it is (``line 12``, ``lines 3-9``, ``byte 4,096``, ``row 7``), or is a bare line number
+# (``  1,234: text``), perhaps with a note (``  52 (+6 nested): class Store:``). Its text is
+# the body's, grep-true: each piece between two ``↵`` (where a quote joins several body lines,
+# their indentation dropped) is found in the body by a plain substring search, after the stated
+# cut (``[+N chars]``, or a failure line's ``[... line cut: N more bytes]``) is taken off.
+QUOTE_LINE = re.compile(
+    r"^\s*(?:(?P<label>[^:\n]*?\b(?:line|lines|byte|bytes|row)\s[\d,]+[^:\n]*?)"
+    r"|(?P<number>[\d,]+(?: \([^:()\n]*\))?))"
+    r": (?P<quote>.*)$"
+)
+CUT = re.compile(r" (?:\[\+[\d,]+ chars\]|\[\.\.\. line cut: [\d,]+ more bytes\])$")
+ALL_BUDGETS = list(Budget)
+
+
+def quotes_of(preview: str) -> list[str]:
+    """The quoted text of every quote line of a preview, its cut marker taken off."""
+    found = []
+    for line in preview.split("\n"):
+        match = QUOTE_LINE.match(line)
+        if match is not None:
+            found.append(CUT.sub("", match.group("quote")))
+    return found
+
+
+def test_quote_lines_are_told_apart_from_summary_lines() -> None:
+    preview = "\n".join(
+        [
+            "log: 2,000 lines; levels: INFO 1,998, ERROR 2",
+            "  ERROR x2 line 7, 9: 2026-01-01 ERROR disk\tfull",
+            "first items[0] (byte 1,024, lines 40-46): "
+            '{\u21b5"id": 1,\u21b5"name": "a" [+20 chars]',
+            "  1,999: the last line",
+            "  performances: array[243] ~452,513 bytes (26%), at byte 45,678",
+        ]
+    )
+
+    assert quotes_of(preview) == [
+        "2026-01-01 ERROR disk\tfull",
+        '{\u21b5"id": 1,\u21b5"name": "a"',
+        "the last line",
+    ]
+
+
+@pytest.mark.parametrize("budget", ALL_BUDGETS, ids=lambda b: b.label)
+@pytest.mark.parametrize("name", FILES)
+def test_every_line_a_preview_quotes_is_found_in_the_body_by_plain_substring_search(
+    name: str, budget: Budget
+) -> None:
+    data, media = source_of(name)
+    stub = render_stub(data, Ref.of(data), media_type=media, tool="fetch", budget=budget)
+    body = data.decode("utf-8", "replace")
+
+    quoted = quotes_of(stub.projection.preview)
+
+    missing = [piece for text in quoted for piece in text.split("\u21b5") if piece not in body]
+    assert missing == []
+    if stub.projection.classification.value == "unsupported":
+        assert quoted == []  # binary and base64 are described, never quoted
+    else:
+        assert quoted  # every text preview quotes the body somewhere, its end at least

@@ -221,8 +221,9 @@ def test_ndjson_preview_counts_records_and_names_invalid_lines() -> None:
     assert f"{len(lines) - 1:,} records on {len(lines):,} lines" in text
     assert "1 lines not JSON: 42" in text
     assert "{id: int, level: str, ms: float}" in text
-    assert f"last record (line {len(lines):,}): {lines[-1]}" in text
-    assert f"first record (line 1): {lines[0]}" in text
+    last_at = data.rindex(lines[-1].encode())
+    assert f"last record (line {len(lines):,}, byte {last_at:,}): {lines[-1]}" in text
+    assert f"first record (line 1, byte 0): {lines[0]}" in text
 
 
 # -- HTML ---------------------------------------------------------------------------------------
@@ -255,7 +256,8 @@ def test_html_preview_has_title_outline_counts_and_the_end_of_the_text(budget: B
 
     text = stub.projection.preview
     assert stub.projection.kind == "html"
-    assert "title Notes & more, lang en" in text
+    assert text.startswith("html (lang en): ")
+    assert "\ntitle: Notes & more\n" in text  # decoded from Notes &amp; more: no offset named
     levels = Counter(level for level, _ in outline)
     assert f"headings: h1 {levels[1]}, h2 {levels[2]}, h3 {levels[3]}" in text
     shown = [line.strip() for line in text.splitlines() if re.match(r"\s+h[123] ", line)]
@@ -344,7 +346,7 @@ def test_a_long_python_outline_keeps_the_top_level_and_counts_what_it_nests() ->
     top = [n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)]
     every = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef | ast.FunctionDef)]
     assert f"{len(every):,} definitions ({len(top):,} at top level)" in text
-    assert "[+3 nested]" in text or "[3 nested:" in text
+    assert "(+3 nested):" in text or "(3 nested " in text
     assert f"{top[-1].lineno}: def main() -> None:" in text  # the end of the outline is kept
 
 
@@ -388,7 +390,8 @@ def test_code_fixture_previews_keep_every_top_level_python_definition_and_the_la
     ]
     listed = 0
     for node in definitions:
-        if re.search(rf"^ *{node.lineno}: .*\b{re.escape(node.name)}\b", text, re.M):
+        # ``N: text``, or ``N (what it nests): text``
+        if re.search(rf"^ *{node.lineno}(?: \([^)]*\))?: .*\b{re.escape(node.name)}\b", text, re.M):
             listed += 1
         else:  # left out, but inside a stated gap
             assert any(start <= node.lineno <= end for start, end, _ in gaps), node.name
@@ -453,7 +456,8 @@ def test_diff_preview_lists_files_with_their_added_and_removed_counts(budget: Bu
     order = [m.group(1) for m in re.finditer(r"^  (\S+) \+\d+ -\d+ \(", text, re.M)]
     assert order == sorted(files, key=lambda p: -sum(files[p]))
     assert "@@ -1,23 +1,41 @@ def head():" in text
-    assert text.splitlines()[-1] == f"  +added {files['tests/test_app.py'][0] - 1}"
+    last_line = data.count(b"\n")
+    assert text.splitlines()[-1] == f"  {last_line}: +added {files['tests/test_app.py'][0] - 1}"
 
 
 def test_git_log_p_preview_names_the_first_and_last_commits_and_adds_up_files() -> None:
@@ -509,7 +513,9 @@ def test_diff_fixture_previews_account_for_every_changed_file_and_line(
     if commits:
         assert f"git log -p: {commits:,} commits" in text
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1].decode().rstrip()
-    assert text.splitlines()[-1].strip() == last.strip()
+    number, _, shown = text.splitlines()[-1].strip().partition(": ")
+    assert int(number.replace(",", "")) == data.rstrip(b"\n").count(b"\n") + 1
+    assert shown.strip() == last.strip()
 
 
 @pytest.mark.parametrize(
@@ -550,9 +556,8 @@ def test_search_preview_counts_matches_per_file_and_shows_the_first_and_last(
     assert f"search results: {len(lines):,} matches in {len(per_file)} files" in text
     top, count = per_file.most_common(1)[0]
     assert f"  {top} {count:,} (lines" in text
-    assert f"first match: {lines[0].split(':')[0]}:{lines[0].split(':')[1]}:" in text
-    path, number, rest = lines[-1].split(":", 2)
-    assert text.splitlines()[-1] == f"last match: {path}:{number}: {rest.strip()}"
+    assert f"\nfirst match (line 1): {lines[0]}\n" in text  # the body's own line, grep-true
+    assert text.splitlines()[-1] == f"last match (line {len(lines):,}): {lines[-1]}"
 
 
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: b.label)

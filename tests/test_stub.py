@@ -320,7 +320,7 @@ def test_a_binary_stub_describes_the_bytes_without_showing_them() -> None:
     stub = render_stub(data, Ref.of(data), media_type="image/png", tool="screenshot")
 
     lines = stub.text.splitlines()
-    facts = f"{len(data):,} bytes | about {stub.estimated_tokens:,} tokens | complete"
+    facts = f"{len(data):,} bytes | about {stub.estimated_tokens:,} tokens as an image | complete"
     assert lines[1] == f"tool screenshot | image/png | {facts}"
     assert stub.projection.kind == "binary"
     assert stub.projection.classification is ProjectionClass.UNSUPPORTED
@@ -559,3 +559,35 @@ def test_a_single_line_of_non_ascii_prose_is_not_mistaken_for_base64(prose: str)
 
     assert stub.projection.classification is not ProjectionClass.UNSUPPORTED
     assert prose.split()[0] in stub.projection.preview
+
+
+def _png(width: int, height: int, extra: int) -> bytes:
+    header = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR"
+    ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 6, 0, 0, 0])
+    return header + ihdr + b"\x00" * 4 + random.Random(7).randbytes(extra)
+
+
+def test_an_image_stub_states_the_tokens_the_guard_counts_for_an_image_part() -> None:
+    from cargohold._tokens import IMAGE_TOKENS
+    from cargohold.guard import IMAGE_TOKENS as GUARD_IMAGE_TOKENS
+
+    data = _png(1024, 1024, 300_000)
+
+    for media_type in ("image/png", "application/octet-stream"):  # the bytes say PNG either way
+        stub = render_stub(data, Ref.of(data), media_type=media_type)
+
+        assert stub.estimated_tokens == IMAGE_TOKENS == GUARD_IMAGE_TOKENS
+        assert f"| about {IMAGE_TOKENS:,} tokens as an image |" in stub.text
+
+
+def test_other_binary_stubs_state_the_tokens_of_their_base64_encoding() -> None:
+    from cargohold._tokens import Family, estimate_tokens
+
+    data = b"%PDF-1.5\n" + random.Random(3).randbytes(200_000)
+
+    stub = render_stub(data, Ref.of(data), media_type="application/pdf")
+
+    base64_size = -(-len(data) // 3) * 4
+    assert stub.estimated_tokens == estimate_tokens(len(data), Family.BINARY)
+    assert abs(stub.estimated_tokens - estimate_tokens(base64_size, Family.BASE64)) <= 1
+    assert f"| about {stub.estimated_tokens:,} tokens as base64 |" in stub.text

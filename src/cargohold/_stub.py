@@ -9,6 +9,11 @@ type, size, estimated tokens, complete or truncated), a preview within the budge
 names of the read tools the surface offers. The whole stub, in UTF-8 bytes, never exceeds its
 budget.
 
+"about N tokens" is what the body would cost a model if it entered the context as it is, counted
+the way the edge guard counts it: text with the o200k tokenizer (three samples scaled to the
+body past 16 KiB); an image (PNG, JPEG, GIF, WebP) as one image part, ``IMAGE_TOKENS`` (1,600,
+"as an image"); other binary bytes as their base64 encoding ("as base64").
+
 Same bytes, same metadata, same budget and the same store give the same stub, byte for byte: no
 clock, no randomness, no model call.
 
@@ -35,7 +40,7 @@ from cargohold._errors import UsageError
 from cargohold._marks import check_key, same, tag
 from cargohold._ref import PREFIX, Ref
 from cargohold._text import utf8_len
-from cargohold._tokens import body_tokens, family_of
+from cargohold._tokens import Family, body_tokens, family_of
 from cargohold.projection import Projection, ProjectionClass, detect, project
 
 MARKER = "[cargohold]"
@@ -202,14 +207,17 @@ def render_stub(
     open_rule, close_rule = "--- preview ---\n", "--- end of preview ---\n"
 
     # The projection may change the class, never the kind: one count serves both headers.
-    tokens = body_tokens(data, family_of(found.kind, media_type))
+    family = family_of(found.kind, media_type, found.detail)
+    tokens = body_tokens(data, family)
+    counted = {Family.IMAGE: " as an image", Family.BINARY: " as base64"}.get(family, "")
 
     def header(kind: str, detail: str | None, cls: ProjectionClass) -> tuple[str, int]:
         tool_part = f"tool {tool} | " if tool else ""
         what = f"{kind} ({detail})" if detail else kind
         return (
             f"{MARKER} {ref}\n"
-            f"{tool_part}{media_type} | {size:,} bytes | about {tokens:,} tokens | {state}\n"
+            f"{tool_part}{media_type} | {size:,} bytes | about {tokens:,} tokens{counted} | "
+            f"{state}\n"
             f"kept out of context | kind {what} | class {cls.value}\n"
         ), tokens
 

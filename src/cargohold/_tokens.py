@@ -15,13 +15,23 @@ from typing import Any
 
 
 class Family(enum.StrEnum):
-    """Content families with distinct bytes-per-token ratios."""
+    """Content families with distinct bytes-per-token ratios (an image: a flat figure)."""
 
     PROSE = "prose"
     CODE = "code"
     JSON = "json"
     BASE64 = "base64"
     BINARY = "binary"
+    IMAGE = "image"
+
+
+IMAGE_TOKENS = 1600
+"""Tokens of one image, whatever its bytes: providers bill an image part by its pixels, and
+the edge guard counts each image part at this figure (``cargohold.guard.IMAGE_TOKENS``), so a
+stub of a PNG states what the image would cost a model, not what its bytes would as text."""
+
+IMAGE_FORMATS = frozenset({"png", "jpeg", "gif", "webp"})
+"""Binary formats a model takes as an image part."""
 
 
 BYTES_PER_TOKEN: dict[Family, float] = {
@@ -33,17 +43,29 @@ BYTES_PER_TOKEN: dict[Family, float] = {
     # cost 4/3 of their size at base64's ratio.
     Family.BINARY: 1.4 * 3 / 4,
 }
+"""Bytes per token of each family but ``IMAGE`` (a flat :data:`IMAGE_TOKENS`)."""
 
 
 def estimate_tokens(size: int, family: Family | str = Family.PROSE) -> int:
-    """Estimated tokens of ``size`` bytes of the given family (rounded up)."""
+    """Estimated tokens of ``size`` bytes of the given family (rounded up; an image: flat)."""
+    if Family(family) is Family.IMAGE:
+        return IMAGE_TOKENS if size > 0 else 0
     ratio = BYTES_PER_TOKEN[Family(family)]
     return math.ceil(size / ratio) if size > 0 else 0
 
 
-def family_of(kind: str | None, media_type: str) -> Family:
-    """The token family of an artifact from its detected kind and media type."""
+def family_of(kind: str | None, media_type: str, detail: str | None = None) -> Family:
+    """The token family of an artifact from its detected kind, media type and format.
+
+    Binary bytes are counted as what they would cost a model if sent as they are: an image
+    (PNG, JPEG, GIF, WebP by its bytes, or an ``image/*`` media type for those formats) as one
+    image part, anything else as its base64 encoding.
+    """
     if kind in ("binary", "image", "pdf", "archive"):
+        if detail in IMAGE_FORMATS or (
+            detail in (None, "unknown") and media_type.split("/")[-1] in IMAGE_FORMATS
+        ):
+            return Family.IMAGE
         return Family.BINARY
     if kind in ("base64", "data_uri"):
         return Family.BASE64
@@ -109,7 +131,7 @@ def body_tokens(data: bytes, family: Family | str) -> int:
     numbers runs at 2-3 bytes a token, prose at 4-5) for about a millisecond. Binary, or no
     tokenizer installed: the calibrated estimate of the family.
     """
-    if Family(family) is Family.BINARY or not data:
+    if Family(family) in (Family.BINARY, Family.IMAGE) or not data:
         return estimate_tokens(len(data), family)
     if len(data) <= _EXACT_MAX:
         counted = count_tokens(data.decode("utf-8", "replace"))

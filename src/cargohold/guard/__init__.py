@@ -30,6 +30,7 @@ Attachments reach a model by policy (:func:`dispose`): ``ref`` (default), ``inli
 only), ``provider_native`` (opt-in upload) or ``tool:<name>``; hint > agent policy > default.
 """
 
+from cargohold._tokens import IMAGE_TOKENS  # one figure for stubs and the guard
 from cargohold.guard._clients import guard_anthropic, guard_openai
 from cargohold.guard._disposition import (
     INLINE,
@@ -56,7 +57,6 @@ from cargohold.guard._errors import (
 from cargohold.guard._guard import (
     DEFAULT_MARGIN,
     ESTIMATE_BAND,
-    IMAGE_TOKENS,
     MESSAGE_TOKENS,
     Decision,
     Guard,

@@ -34,7 +34,7 @@ from cargohold._events import (
     record,
 )
 from cargohold._marks import check_key
-from cargohold._tokens import Family, count_tokens, estimate_tokens
+from cargohold._tokens import IMAGE_TOKENS, Family, count_tokens, estimate_tokens
 from cargohold.guard._errors import (
     ContextLeakError,
     ContextWindowExceededError,
@@ -51,10 +51,6 @@ from cargohold.guard._walk import (
 
 DEFAULT_MARGIN = 4096
 """Tokens kept free below the window by default (room for the answer)."""
-
-IMAGE_TOKENS = 1600
-"""Tokens counted per image part: providers bill images by their pixels, not their base64 bytes
-(OpenAI high detail and Anthropic both stay near or below this for a typical image)."""
 
 MESSAGE_TOKENS = 4
 """Framing tokens counted per message (role and separators)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cargohold._text import decode, utf8_len
+from cargohold._text import utf8_len
 from cargohold.projection._binary import describe_base64, describe_binary
 from cargohold.projection._code import project_code
 from cargohold.projection._csv import project_csv
@@ -43,7 +43,7 @@ def _json(data: bytes, found: Detection, budget: int) -> str:
 
 
 def _log(data: bytes, found: Detection, budget: int) -> str:
-    return project_log(decode(data), budget)
+    return project_log(data, budget)
 
 
 PROJECTORS: dict[str, Projector] = {

@@ -29,8 +29,10 @@ _COUNT = re.compile(
     rb"/Type\s*/Pages\b[^>]{0,400}?/Count\s+(\d{1,7})|/Count\s+(\d{1,7})[^>]{0,400}?/Type\s*/Pages\b"
 )
 _LINEARIZED = re.compile(rb"/Linearized\s")
-_NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/=]")
-_SPACE = re.compile(rb"\s+")
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+_NOT_BASE64 = bytes(b for b in range(256) if b not in _ALPHABET)
+"""Bytes outside base64's alphabet: deleted with ``bytes.translate`` (C speed, no regex)."""
+_SPACES = b" \t\n\r\x0b\x0c"
 _DATA_URI = re.compile(rb"\s*data:([\w.+-]+/[\w.+-]+)((?:;[\w.+-]+=[\w.+-]+)*);base64,")
 _PAYLOAD = re.compile(rb"[A-Za-z0-9+/=_\-\s]*")
 _PNG_COLOR = {0: "grayscale", 2: "RGB", 3: "palette", 4: "grayscale+alpha", 6: "RGBA"}
@@ -263,12 +265,13 @@ def _decode_stream(payload: bytes) -> _Decoded:
         found.size += len(decoded)
 
     for start in range(0, len(payload), _CHUNK):
-        chunk = _SPACE.sub(b"", payload[start : start + _CHUNK])
+        chunk = payload[start : start + _CHUNK].translate(None, _SPACES)
         chunk = chunk.replace(b"-", b"+").replace(b"_", b"/")
-        bad = len(_NOT_BASE64.findall(chunk))
+        clean = chunk.translate(None, _NOT_BASE64)
+        bad = len(chunk) - len(clean)
         if bad:
             found.invalid += bad
-            chunk = _NOT_BASE64.sub(b"", chunk)
+            chunk = clean
         chunk = carry + chunk
         end = chunk.find(b"=")
         if end >= 0:  # padding: the encoded data ends here

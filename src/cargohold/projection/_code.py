@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import compress
+from operator import methodcaller
 
-from cargohold.projection._model import Builder, Detection, clip
+from cargohold.projection._model import Builder, Detection, clip, quote
 
 _KEYWORDS = frozenset(
     b"if for while switch return else do case catch sizeof new throw typeof defined elif"
@@ -103,6 +105,37 @@ _DEFS: dict[str, tuple[re.Pattern[bytes], ...]] = {
 }
 
 
+_PY_STARTS = (b"def ", b"def\t", b"class ", b"class\t", b"async ", b"async\t")
+_PY_IMPORTS = (b"import ", b"import\t", b"from ", b"from\t")
+
+
+def _python(data: bytes) -> tuple[list[_Def], list[str]]:
+    """Python's definitions and imports in C-speed steps: the lines whose text starts with a
+    keyword are picked by ``map`` and ``compress`` (no Python loop over every line); only those
+    are matched against the patterns."""
+    lines = data.split(b"\n")
+    starts = list(
+        map(methodcaller("startswith", _PY_STARTS + _PY_IMPORTS), map(bytes.lstrip, lines))
+    )
+    out: list[_Def] = []
+    seen: dict[str, None] = {}
+    pattern = _IMPORTS["python"]
+    for number in compress(range(len(lines)), starts):
+        raw = lines[number]
+        if _PY_DEF.match(raw):
+            if len(out) < _MAX_DEFS:
+                text = raw.decode("utf-8", "replace").rstrip()  # as written: tabs stay
+                shown = text.expandtabs(4)
+                out.append(_Def(number + 1, len(shown) - len(shown.lstrip()), text))
+            continue
+        match = pattern.match(raw)
+        if match is not None:
+            name = match.group(1) or match.group(2)
+            if name:
+                seen.setdefault(name.decode("utf-8", "replace"), None)
+    return out, list(seen)
+
+
 def _definitions(data: bytes, language: str) -> list[_Def]:
     """Definition lines in file order (line numbers from 1), deduplicated by line."""
     found: dict[int, tuple[int, int]] = {}
@@ -128,9 +161,9 @@ def _definitions(data: bytes, language: str) -> list[_Def]:
         previous = begin
         end = data.find(b"\n", begin)
         raw = data[begin : end if end >= 0 else len(data)]
-        text = raw.decode("utf-8", "replace").rstrip().expandtabs(4)
-        indent = len(text) - len(text.lstrip())
-        out.append(_Def(line, indent, text))
+        text = raw.decode("utf-8", "replace").rstrip()  # as written: tabs stay (grep-true)
+        shown = text.expandtabs(4)
+        out.append(_Def(line, len(shown) - len(shown.lstrip()), text))
     return out
 
 
@@ -159,16 +192,20 @@ def _name(item: _Def) -> str:
     return clip(item.text.strip(), 30)
 
 
-def _entry(item: _Def, width: int) -> str:
-    return f"  {item.line:>{width}}: {clip(item.text, 140)}"
+def _entry(item: _Def, width: int, note: str = "") -> str:
+    """``  12: def name(...)``, the definition's line as written (cut stated); ``note`` (nested
+    definitions) goes before the colon, so the text after it stays the body's."""
+    return f"  {item.line:>{width}}{note}: {quote(item.text, 140)}"
 
 
 def project_code(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of a source file within ``budget`` bytes."""
     language = detection.detail or "unknown"
     lines_total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-    definitions = _definitions(data, language)
-    imports = _imports(data, language)
+    if language == "python":
+        definitions, imports = _python(data)
+    else:
+        definitions, imports = _definitions(data, language), _imports(data, language)
     width = len(str(lines_total))
 
     out = Builder(budget)
@@ -178,7 +215,7 @@ def project_code(data: bytes, detection: Detection, budget: int) -> str:
         tail_bytes = tail_bytes[:-1]
     tail_bytes = tail_bytes[-_TAIL_LINES:]
     tail = [f"last lines ({tail_start:,}-{lines_total:,}):"] + [
-        f"  {tail_start + k:>{width}}: {clip(raw.decode('utf-8', 'replace').rstrip(), 160)}"
+        f"  {tail_start + k:>{width}}: {quote(raw.rstrip(), 160)}"
         for k, raw in enumerate(tail_bytes)
     ]
     reserve = sum(len(t.encode()) + 1 for t in tail)
@@ -205,12 +242,14 @@ def project_code(data: bytes, detection: Detection, budget: int) -> str:
 def _outline(out: Builder, definitions: list[_Def], width: int, reserve: int) -> None:
     """All definitions if they fit; else the top level (nested ones counted); else its ends."""
     room = out.room - reserve - 80
-    full = [_entry(d, width) for d in definitions]
-    if sum(len(e.encode()) + 1 for e in full) <= room:
+    # An entry takes at least a dozen bytes: past room // 12 definitions none of the listings
+    # of them all can fit, and rendering thousands of them only to find that out is the cost.
+    full = [_entry(d, width) for d in definitions] if len(definitions) <= room // 12 else []
+    if full and sum(len(e.encode()) + 1 for e in full) <= room:
         out.add("outline (line: definition):", reserve=reserve)
         out.add_all(full, reserve=reserve)
         return
-    entries = full
+    entries = full or [_entry(d, width) for d in definitions]
     title = "outline (line: definition):"
     if any(d.indent for d in definitions):
         groups: list[tuple[_Def, list[_Def]]] = []
@@ -219,21 +258,25 @@ def _outline(out: Builder, definitions: list[_Def], width: int, reserve: int) ->
                 groups[-1][1].append(item)
             else:
                 groups.append((item, []))
+        few = len(groups) <= room // 12
         named = [
-            _entry(top, width)
-            + (f"  [{len(inner)} nested: {', '.join(f'{_name(d)} {d.line}' for d in inner)}]")
-            * bool(inner)
-            for top, inner in groups
+            _entry(
+                top,
+                width,
+                f" ({len(inner)} nested {', '.join(f'{_name(d)} {d.line}' for d in inner)})"
+                if inner
+                else "",
+            )
+            for top, inner in (groups if few else [])
         ]
-        if sum(len(e.encode()) + 1 for e in named) <= room:
+        if few and sum(len(e.encode()) + 1 for e in named) <= room:
             out.add(
                 "outline, top level (line: definition; nested by name and line):", reserve=reserve
             )
             out.add_all(named, reserve=reserve)
             return
         entries = [
-            _entry(top, width) + (f"  [+{len(inner)} nested]" if inner else "")
-            for top, inner in groups
+            _entry(top, width, f" (+{len(inner)} nested)" if inner else "") for top, inner in groups
         ]
         title = "outline, top level only (line: definition; nested ones counted):"
         if sum(len(e.encode()) + 1 for e in entries) <= room:
@@ -246,8 +289,8 @@ def _outline(out: Builder, definitions: list[_Def], width: int, reserve: int) ->
     shown = out.add_all(entries[: len(entries) - len(ending)], reserve=reserve + end_cost)
     hidden = len(entries) - len(ending) - shown
     if hidden > 0:
-        first_hidden = entries[shown].split(":", 1)[0].strip()
-        last_hidden = entries[shown + hidden - 1].split(":", 1)[0].strip()
+        first_hidden = entries[shown].split(":", 1)[0].split("(")[0].strip()
+        last_hidden = entries[shown + hidden - 1].split(":", 1)[0].split("(")[0].strip()
         out.add(
             f"  ... {hidden:,} more between lines {first_hidden} and {last_hidden}",
             reserve=reserve,

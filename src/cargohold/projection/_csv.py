@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cargohold.projection._model import Builder, Detection
+from cargohold.projection._model import Builder, Detection, quote
 
 if TYPE_CHECKING:
     from _csv import Reader
@@ -233,15 +233,6 @@ def _looks_like_header(first: list[str], sample: list[list[str]]) -> bool:
     return all(name not in set(column[:500]) for name, column in zip(names, columns, strict=True))
 
 
-def _render_row(row: list[str], delimiter: str, limit: int) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, delimiter=delimiter, lineterminator="").writerow(row)
-    text = buffer.getvalue().replace("\r", "\\r").replace("\n", "\\n")
-    if len(text) > limit:
-        text = text[: limit - 16] + f" [+{len(text) - limit + 16} chars]"
-    return text
-
-
 @dataclass(slots=True)
 class _Scan:
     """What one pass over every record keeps: counts, widths, the first, sampled and last rows."""
@@ -249,10 +240,79 @@ class _Scan:
     count: int = 0
     blank: int = 0
     widths: Counter[int] = field(default_factory=Counter)
-    head: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    head: list[Row] = field(default_factory=list)
     sample: list[list[str]] = field(default_factory=list)
-    tail: deque[tuple[int, int, list[str]]] = field(default_factory=deque)
+    tail: deque[Row] = field(default_factory=deque)
     error_at: int | None = None
+    lines: list[bytes] | None = None
+    """The body's lines, when the scan split it."""
+
+
+Row = tuple[int, int, int, list[str]]
+"""``(record number, first line, last line, fields)``."""
+
+
+def _lines_scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan | None:
+    """The exact counts in C-speed passes, for a table whose records are its lines (no quoted
+    field holds a line break); ``None`` when one does (the csv module must then read it all).
+
+    One ``split`` gives the records; widths are delimiter counts per line (lines holding a
+    quote are parsed by the csv module, which knows quoted delimiters); only the sampled rows
+    and the ends are parsed into fields.
+    """
+    quote = b'"'
+    if quote in data and b"".join(data.split(quote)[1::2]).count(b"\n"):
+        return None
+    if b"\x00" in data or b"\r" in data.replace(b"\r\n", b""):
+        return None  # a NUL, or a lone carriage return (a line end to the csv module)
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]
+    separator = delimiter.encode()
+    scan = _Scan(tail=deque(maxlen=keep + 1))
+    scan.blank = lines.count(b"") + lines.count(b"\r")
+    scan.count = len(lines) - scan.blank
+    widths = Counter(map(bytes.count, lines, itertools.repeat(separator)))
+    if quote in data:  # a quoted delimiter is not a field boundary: count those lines' fields
+        for line in (line for line in lines if quote in line):
+            widths[line.count(separator)] -= 1
+            widths[len(_parse([line], delimiter)[0]) - 1] += 1
+    widths[0] -= scan.blank  # blank lines have no delimiter and no fields
+    scan.widths = Counter({width + 1: n for width, n in widths.items() if n > 0})
+
+    def rows(numbers: list[int], records: list[int]) -> list[Row]:
+        parsed = _parse([lines[n] for n in numbers], delimiter)
+        return [(r, n + 1, n + 1, row) for r, n, row in zip(records, numbers, parsed, strict=True)]
+
+    head: list[int] = []
+    for number, line in enumerate(lines):
+        if len(head) > keep:
+            break
+        if line and line != b"\r":
+            head.append(number)
+    tail: list[int] = []
+    for number in range(len(lines) - 1, -1, -1):
+        if len(tail) > keep:
+            break
+        if lines[number] and lines[number] != b"\r":
+            tail.insert(0, number)
+    scan.head = rows(head, list(range(1, len(head) + 1)))
+    scan.tail.extend(rows(tail, list(range(scan.count - len(tail) + 1, scan.count + 1))))
+    sampled = [line for line in lines[::stride] if line and line != b"\r"]
+    scan.sample = _parse(sampled, delimiter)
+    scan.lines = lines
+    return scan
+
+
+def _parse(lines: list[bytes], delimiter: str) -> list[list[str]]:
+    """The fields of whole records, one per line."""
+    text = b"\n".join(lines).decode("utf-8", "replace")
+    try:
+        return list(csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False))
+    except csv.Error as exc:  # the projection falls back to a verbatim excerpt
+        raise ValueError("not CSV") from exc
 
 
 def _scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan:
@@ -275,14 +335,18 @@ def _scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan:
             count += 1
             widths[len(row)] += 1
             if count <= keep + 1:
-                head.append((count, start, row))
+                head.append((count, start, line, row))
             if count % stride == 1 or stride == 1:
                 sample.append(row)
-            tail.append((count, start, row))
+            tail.append((count, start, line, row))
     except csv.Error:  # e.g. a NUL byte: what was read before it still stands
         scan.error_at = count + 1
     scan.count, scan.blank = count, blank
     return scan
+
+
+def _where(first: int, last: int) -> str:
+    return f"line {first:,}" if first == last else f"lines {first:,}-{last:,}"
 
 
 def _estimated_rows(data: bytes) -> int:
@@ -300,29 +364,34 @@ def project_csv(data: bytes, detection: Detection, budget: int) -> str:
     estimated = _estimated_rows(data)
     stride = 1 if estimated <= sample_rows else -(-estimated // sample_rows)
     keep = max(2, min(8, budget // 1500))
-    scan = _scan(data, delimiter, stride, keep)
+    scan = _lines_scan(data, delimiter, stride, keep) or _scan(data, delimiter, stride, keep)
+    body_lines = scan.lines if scan.lines is not None else data.split(b"\n")
+
+    def raw(first: int, last: int) -> bytes:
+        """The body's own text of a record (its lines, for a record that spans several)."""
+        return b"\n".join(body_lines[first - 1 : last]).removeprefix(b"\xef\xbb\xbf")
 
     out = Builder(budget)
     if scan.count == 0:
         out.add(f"{detection.kind}: no rows")
         return out.text()
     width = scan.widths.most_common(1)[0][0]
-    has_header = _looks_like_header(scan.head[0][2], scan.sample[1:200])
-    names = scan.head[0][2] if has_header else [f"col{i + 1}" for i in range(width)]
+    has_header = _looks_like_header(scan.head[0][3], scan.sample[1:200])
+    names = scan.head[0][3] if has_header else [f"col{i + 1}" for i in range(width)]
     offset = 1 if has_header else 0
     data_rows = scan.count - offset
     # The first and last rows join the sample, so ranges reach the table's ends.
-    ends = [r for n, _, r in scan.head[offset:]] + [r for n, _, r in scan.tail if n > offset]
+    ends = [r for n, _, _, r in scan.head[offset:]] + [r for n, _, _, r in scan.tail if n > offset]
     exact = stride == 1
     body_sample = scan.sample[offset:] if exact else ends + scan.sample[offset:]
 
     row_limit = max(60, min(400, budget // 12))
     tail_rows = [t for t in scan.tail if t[0] > offset][-keep:]
 
-    def rows_block(title: str, rows: list[tuple[int, int, list[str]]], limit: int) -> list[str]:
+    def rows_block(title: str, rows: list[Row], limit: int) -> list[str]:
         return [title] + [
-            f"  row {n - offset:,} (line {start:,}): {_render_row(r, delimiter, limit)}"
-            for n, start, r in rows
+            f"  row {n - offset:,} ({_where(start, end)}): {quote(raw(start, end), limit)}"
+            for n, start, end, _ in rows
         ]
 
     tail_lines = rows_block("last rows:", tail_rows, row_limit)
@@ -365,7 +434,10 @@ def project_csv(data: bytes, detection: Detection, budget: int) -> str:
     if notes:
         out.add_cut("note: " + "; ".join(notes), reserve=reserve)
     if has_header:
-        out.add_cut(f"header: {_render_row(names, delimiter, 600)}", reserve=reserve)
+        first, last = scan.head[0][1], scan.head[0][2]
+        out.add_cut(
+            f"header ({_where(first, last)}): {quote(raw(first, last), 600)}", reserve=reserve
+        )
     scope = (
         f"all {len(body_sample):,} data rows"
         if exact

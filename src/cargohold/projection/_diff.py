@@ -12,10 +12,11 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from cargohold.projection._model import Builder, Detection, clip
+from cargohold.projection._model import Builder, Detection, clip, quote
 
 _HUNK = re.compile(rb"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+(.*)")
 _GIT = re.compile(rb"^diff --git (?:\"?a/)?(.*?)\"? (?:\"?b/)?(.*?)\"?$")
+_CR = b"\r"
 _HEADERS_KEPT = 3
 _TAIL_LINES = 4
 
@@ -188,7 +189,8 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     first_tail = max(1, lines_total - len(last_lines) + 1)
     where = f"; last file {reader.last_path}" if reader.last_path else ""
     tail = [f"ends with (lines {first_tail:,}-{lines_total:,}{where}):"] + [
-        f"  {clip(raw.decode('utf-8', 'replace').rstrip(), 160)}" for raw in last_lines
+        f"  {first_tail + k:,}: {quote(raw.removesuffix(_CR), 160)}"
+        for k, raw in enumerate(last_lines)
     ]
     reserve = sum(len(t.encode()) + 1 for t in tail)
 
@@ -219,7 +221,10 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
 
     entries = [clip(file_line(f), 200) for f in files]
     cost = sum(len(e.encode()) + 1 for e in entries)
-    header_room = min(out.room - reserve, 1400) // 2 if files else 0
+    # The tail's line numbers (what makes its lines quotes an agent can grep and read by line)
+    # come out of the room for hunk headers, not out of the list of files.
+    numbers = sum(len(f"{first_tail + k:,}: ") for k in range(len(last_lines)))
+    header_room = max(0, min(out.room - reserve, 1400) // 2 - numbers) if files else 0
     if entries:
         out.add("files by churn (+added -removed):", reserve=reserve)
     if cost <= out.room - reserve - header_room:

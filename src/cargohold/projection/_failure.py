@@ -35,6 +35,7 @@ _FRAME = re.compile(
     rb"^\s+at [\w$.<>/\[\]-]+\(.*\)\s*$|^\s+at .+:\d+:\d+\)?\s*$|^\s+File \"[^\"]+\", line \d+"
     rb"|^\s+\.\.\. \d+ more\s*$|^[\w/.\\-]+\.py:\d+: |^\s+/\S+\.go:\d+"
 )
+_INDENT = (b"\t", b" ")
 _HEAD_LINES = 40
 _TAIL_LINES = 60
 _KEY_MAX = 4000
@@ -68,13 +69,16 @@ def _render(line: _Line, limit: int) -> tuple[str, int]:
     return f"{line.number}: {decode(cut)} [... line cut: {rest:,} more bytes]", len(cut)
 
 
+def _line(number: int, raw: bytes) -> _Line:
+    return _Line(number, raw[: _LINE_MAX + 8], len(raw), len(raw.rstrip(b"\r\n")))
+
+
 def project_failure(data: bytes, detection: Detection, budget: int) -> str:
     """Verbatim excerpts of test-failure or stack-trace output within ``budget`` bytes."""
-    text = decode(data)
-    if utf8_len(text) < budget:
+    if len(data) < budget and utf8_len(decode(data)) < budget:
         return head_tail(data, budget)
     head: list[_Line] = []
-    tail: deque[_Line] = deque(maxlen=_TAIL_LINES)
+    tail: deque[tuple[int, bytes]] = deque(maxlen=_TAIL_LINES)
     tests: list[_Line] = []
     errors: list[_Line] = []
     frames: list[_Line] = []
@@ -83,33 +87,41 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
     after_exception = False
     number = 0
     for number, raw in enumerate(io.BytesIO(data), 1):
-        line = _Line(number, raw[: _LINE_MAX + 8], len(raw), len(raw.rstrip(b"\r\n")))
+        # A _Line is made only for a line kept (the head, the key lines, the tail at the end).
         if number <= _HEAD_LINES:
-            head.append(line)
-        tail.append(line)
+            head.append(_line(number, raw))
+        tail.append((number, raw))
         message_follows, after_exception = after_exception, False
-        if _TEST.match(raw):
+        # A frame line (``\tat a.b.C(C.java:1)``), most of a trace, skips the test and exception
+        # patterns: neither can match a line that opens with "at " and ends with its frame.
+        if raw[:1] in _INDENT and raw.lstrip()[:3] == b"at " and _FRAME.match(raw):
+            counts["frames"] += 1
+            if frames_in_trace < _FRAMES_PER_TRACE and len(frames) < _KEY_MAX:
+                frames.append(_line(number, raw))
+            frames_in_trace += 1
+        elif _TEST.match(raw):
             counts["tests"] += 1
             if len(tests) < _KEY_MAX:
-                tests.append(line)
+                tests.append(_line(number, raw))
             frames_in_trace = 0
         elif _EXCEPTION.match(raw):
             counts["errors"] += 1
             if len(errors) < _KEY_MAX:
-                errors.append(line)
+                errors.append(_line(number, raw))
             frames_in_trace = 0
             after_exception = True
         elif _FRAME.match(raw):
             counts["frames"] += 1
             if frames_in_trace < _FRAMES_PER_TRACE and len(frames) < _KEY_MAX:
-                frames.append(line)
+                frames.append(_line(number, raw))
             frames_in_trace += 1
         elif message_follows and raw.strip() and len(errors) < _KEY_MAX:
             # The first line after an exception line, when it is not a frame: its message
             # continued (``AssertionFailedError:`` then ``Expected: ...``).
             counts["errors"] += 1
-            errors.append(line)
+            errors.append(_line(number, raw))
     total_lines = number
+    tail_lines = [_line(n, raw) for n, raw in tail]
 
     out = Builder(budget)
     intro = (
@@ -129,7 +141,7 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
     tail_room = max(room // 6, min(room, 400))
     spent = 0
     tail_start = total_lines + 1
-    for line in reversed(tail):
+    for line in reversed(tail_lines):
         rendered, size = _render(line, limit)
         cost = utf8_len(rendered) + 1
         if spent + cost > tail_room and spent:
@@ -165,7 +177,7 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
         left_out[kind] += counts[kind] - len(lines)
 
     # Room left over goes to more of the tail, then more of the head.
-    for line in [*reversed(tail), *head]:
+    for line in [*reversed(tail_lines), *head]:
         if line.number in shown:
             continue
         rendered, size = _render(line, limit)

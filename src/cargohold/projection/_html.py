@@ -1,77 +1,35 @@
 """The HTML projector: title, heading outline, counts, the main text's start and the text's end.
 
-One pass of :class:`html.parser.HTMLParser` over the body, fed in pieces through an incremental
-decoder (no decoded copy of the whole page). Script, style, template, svg, nav, footer, header,
-aside and elements marked ``role="navigation"`` or ``hidden`` are skipped as text; the main text
-is the text inside ``<main>`` or ``<article>`` when the page has one, else the body's. The
-parser keeps only bounded state: the first few thousand characters of text and the last few
-hundred.
+The page is parsed once by lexbor (through ``selectolax``: C, a 16 MiB page in a few hundred
+milliseconds). Script, style, template, svg, nav, footer, aside, noscript, the ``<head>``, and
+elements marked ``role="navigation"`` (or banner, contentinfo), ``hidden`` or
+``aria-hidden="true"``, and containers whose class or id names page chrome (menus, tables of
+contents, banners) are dropped before the text is read; a ``<header>`` is dropped outside
+``<main>``/``<article>``. The main text is the text of ``<main>`` or ``<article>`` when the page
+has one, else the body's outside tables (tables are counted, and read only when the page has no
+other text).
+
+Text taken out of markup is not the body's bytes (tags dropped, entities decoded, whitespace
+collapsed): the preview says so, and names the byte offset of each paragraph or title that is
+found in the body exactly as shown (a quote, grep-true).
 """
 
 from __future__ import annotations
 
-import codecs
 import re
-from collections import Counter, deque
-from html.parser import HTMLParser
+from collections import Counter
+from operator import attrgetter
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
 
 from cargohold.projection._model import Builder, Detection, clip
 
-_FEED = 64 * 1024
-_KEEP_TEXT = 12_000
-"""Characters of main and body text kept from the start (more than any budget shows)."""
-_KEEP_END = 80
-"""Text pieces kept from the end."""
 _HEADINGS_KEPT = 400
-_SKIP = frozenset(
-    {"script", "style", "template", "svg", "nav", "footer", "header", "aside", "noscript", "head"}
+_SKIP = (
+    "script, style, template, svg, nav, footer, aside, noscript, head, [role=navigation], "
+    "[role=banner], [role=contentinfo], [hidden], [aria-hidden=true]"
 )
-_VOID = frozenset(
-    {
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    }
-)
-_BLOCK = frozenset(
-    {
-        "p",
-        "div",
-        "li",
-        "br",
-        "tr",
-        "table",
-        "ul",
-        "ol",
-        "section",
-        "article",
-        "main",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "blockquote",
-        "pre",
-        "dd",
-        "dt",
-        "figcaption",
-        "caption",
-    }
-)
-_SPACE = re.compile(r"\s+")
 _CHROME = frozenset(
     {
         "nav",
@@ -91,217 +49,174 @@ _CHROME = frozenset(
     }
 )
 """Class or id words of page chrome (menus, tables of contents, banners) skipped as text."""
-_WORDS = re.compile(r"[a-z]+")
-_CONTAINERS = frozenset({"div", "ul", "ol", "section", "table", "dl", "form"})
+_CONTAINERS = ("div", "ul", "ol", "section", "table", "dl", "form")
 """Elements whose class or id may mark them as chrome (inline links are never skipped so)."""
+_CHROME_SELECTOR = ", ".join(
+    f"{tag}[{attribute}]" for tag in _CONTAINERS for attribute in ("class", "id")
+)
+"""Containers with a class or an id; their words are checked in Python (one selector part per
+tag and attribute: lexbor matches it in a few tens of milliseconds on a 16 MiB page, where a
+substring selector per chrome word took ten times that)."""
+_WORDS = re.compile(r"[a-z]+")
+_BLOCKS = "p, li, h1, h2, h3, h4, h5, h6, pre, blockquote, dd, dt, figcaption, caption, td, th, div"
+"""Blocks whose innermost ones are the paragraphs (a ``div`` of text alone is one, too)."""
+_SEARCH_WINDOW = 256 * 1024
+"""Bytes searched, from the last paragraph found, for a paragraph shown exactly as the body
+has it."""
 
 
-class _Page(HTMLParser):
-    """Collects the facts of one page with bounded memory."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.title: str | None = None
-        self.lang: str | None = None
-        self.tags: Counter[str] = Counter()
-        self.headings: list[tuple[int, str]] = []
-        self.heading_counts: Counter[int] = Counter()
-        self.links = 0
-        self.forms = 0
-        self.tables = 0
-        self.images = 0
-        self.scripts = 0
-        self.body_text: list[str] = []
-        self.main_text: list[str] = []
-        self.body_chars = 0
-        self.main_chars = 0
-        self.total_chars = 0
-        self.end: deque[str] = deque(maxlen=_KEEP_END)
-        self._skip: list[str] = []  # the open skipped elements (innermost last)
-        self._main_depth = 0
-        self._table_depth = 0
-        self.table_text: list[str] = []
-        self.table_chars = 0
-        self._in_title = False
-        self._title_parts: list[str] = []
-        self._heading: int | None = None
-        self._heading_parts: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags[tag] += 1
-        if tag == "a" and any(name == "href" for name, _ in attrs):
-            self.links += 1
-        elif tag == "form":
-            self.forms += 1
-        elif tag == "table":
-            self.tables += 1
-        elif tag == "img":
-            self.images += 1
-        elif tag == "script":
-            self.scripts += 1
-        elif tag == "html" and self.lang is None:
-            self.lang = next((v for k, v in attrs if k == "lang" and v), None)
-        elif tag == "title" and self.title is None:
-            self._in_title = True
-        if tag in _VOID:
-            if tag == "br":
-                self._break()
-            return
-        if self._skip:
-            if tag == self._skip[-1] or tag in _SKIP:
-                self._skip.append(tag)
-            return
-        attributes = dict(attrs)
-        marks = f"{attributes.get('class') or ''} {attributes.get('id') or ''}".lower()
-        if (
-            (tag in _SKIP and not (tag == "header" and self._main_depth))
-            or attributes.get("role") in ("navigation", "banner", "contentinfo")
-            or "hidden" in attributes
-            or attributes.get("aria-hidden") == "true"
-            or (
-                tag in _CONTAINERS
-                and marks.strip()
-                and not _CHROME.isdisjoint(_WORDS.findall(marks))
-            )
-        ):
-            self._skip.append(tag)
-            return
-        if tag in ("main", "article"):
-            self._main_depth += 1
-        elif tag == "table":
-            self._table_depth += 1
-        if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
-            level = int(tag[1])
-            self.heading_counts[level] += 1
-            if level <= 3:
-                self._heading = level
-                self._heading_parts = []
-        if tag in _BLOCK:
-            self._break()
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in _VOID:
-            self.handle_endtag(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title" and self._in_title:
-            self._in_title = False
-            self.title = _SPACE.sub(" ", "".join(self._title_parts)).strip()
-        if self._skip:
-            if tag in self._skip:
-                # Close up to the matching element: unclosed children end with their parent.
-                while self._skip and self._skip.pop() != tag:
-                    pass
-            return
-        if tag in ("main", "article") and self._main_depth:
-            self._main_depth -= 1
-        elif tag == "table" and self._table_depth:
-            self._table_depth -= 1
-        if self._heading is not None and tag == f"h{self._heading}":
-            text = _SPACE.sub(" ", "".join(self._heading_parts)).strip()
-            if text and len(self.headings) < _HEADINGS_KEPT:
-                self.headings.append((self._heading, text))
-            self._heading = None
-        if tag in _BLOCK:
-            self._break()
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            if sum(map(len, self._title_parts)) < 2000:
-                self._title_parts.append(data)
-            return
-        if self._skip:
-            return
-        text = _SPACE.sub(" ", data)
-        if not text.strip():
-            if text and self.body_text and not self.body_text[-1].endswith((" ", "\n")):
-                self._add(" ")
-            return
-        if self._heading is not None and len(self._heading_parts) < 50:
-            self._heading_parts.append(text)
-        self._add(text)
-
-    def _add(self, text: str) -> None:
-        self.total_chars += len(text.strip())
-        self.end.append(text)
-        if self._table_depth:  # tables (infoboxes, data) are counted, not excerpted as prose
-            if self.table_chars < _KEEP_TEXT:
-                self.table_text.append(text)
-                self.table_chars += len(text)
-            return
-        if self.body_chars < _KEEP_TEXT:
-            self.body_text.append(text)
-            self.body_chars += len(text)
-        if self._main_depth and self.main_chars < _KEEP_TEXT:
-            self.main_text.append(text)
-            self.main_chars += len(text)
-
-    def _break(self) -> None:
-        for parts in (self.body_text, self.end, self.table_text):
-            if parts and parts[-1] != "\n":
-                parts.append("\n")
-        if self._main_depth and self.main_text and self.main_text[-1] != "\n":
-            self.main_text.append("\n")
+def _chrome(node: Any) -> bool:
+    marks = f"{node.attributes.get('class') or ''} {node.attributes.get('id') or ''}".lower()
+    return not _CHROME.isdisjoint(_WORDS.findall(marks))
 
 
-def _paragraphs(parts: list[str] | deque[str]) -> list[str]:
-    text = "".join(parts)
-    return [line.strip() for line in text.split("\n") if line.strip()]
+def _inside(node: Any, tags: frozenset[str]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.tag in tags:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _text(node: Any) -> str:
+    """A block's text: its text nodes joined as the page shows them, whitespace collapsed."""
+    return " ".join(node.text(deep=True, separator="").split())
+
+
+def _paragraphs(root: Any, limit: int) -> list[str]:
+    """The text of the innermost block elements under ``root``, in document order."""
+    out: list[str] = []
+    for node in root.css(_BLOCKS):
+        if len(node.css(_BLOCKS)) > 1:  # matches itself, and the blocks it holds
+            continue  # its blocks come on their own
+        text = _text(node)
+        if text:
+            out.append(text)
+            if len(out) >= limit:
+                break
+    return out
 
 
 def project_html(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of an HTML page within ``budget`` bytes."""
-    page = _Page()
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    for start in range(0, len(data), _FEED):
-        page.feed(decoder.decode(data[start : start + _FEED]))
-    page.feed(decoder.decode(b"", final=True))
-    page.close()
+    tree = LexborHTMLParser(data)
+    elements = Counter(map(attrgetter("tag"), tree.css("*")))
+    links = len(tree.css("a[href]"))
+    title_node = tree.css_first("title")
+    title = " ".join(title_node.text().split()) if title_node is not None else ""
+    html = tree.css_first("html")
+    lang = (html.attributes.get("lang") or None) if html is not None else None
+    for node in tree.css(_SKIP):
+        node.decompose()
+    for node in tree.css(_CHROME_SELECTOR):
+        if _chrome(node):
+            node.decompose()
+    main = tree.css_first("main") or tree.css_first("article")
+    for node in tree.css("header"):
+        if main is None or not _inside(node, frozenset({"main", "article"})):
+            node.decompose()
+    body = tree.body
+    # Each text node stripped, one a line: the visible characters are the text less its line
+    # breaks (C speed, no Python loop over a page's hundreds of thousands of text nodes).
+    text = body.text(deep=True, separator="\n", strip=True) if body is not None else ""
+    characters = len(text) - text.count("\n")
+    last_lines = text[-20_000:].split("\n")
+    if len(text) > 20_000 and len(last_lines) > 1:
+        last_lines = last_lines[1:]  # the first is cut
+    ending = [shown for shown in (" ".join(line.split()) for line in last_lines) if shown]
+    end_text = " / ".join(ending[-40:])[-300:]
+    del text
+    left = tree.css("h1, h2, h3, h4, h5, h6")  # those left once chrome and hidden parts went
+    levels = Counter(int(str(node.tag)[1]) for node in left)
+    headings = [(int(str(node.tag)[1]), _text(node)) for node in left if str(node.tag) < "h4"]
+    headings = [(level, text) for level, text in headings if text][:_HEADINGS_KEPT]
+    heading_counts = {level: levels.get(level, 0) for level in range(1, 7)}
+
+    tables = tree.css("table")
+    table_text = _paragraphs(tables[0], 80) if len(tables) == 1 else []
+    if len(tables) > 1:
+        for table in tables[:40]:
+            table_text.extend(_paragraphs(table, 80 - len(table_text)))
+            if len(table_text) >= 80:
+                break
+    for table in tables:
+        table.decompose()
+    source, paragraphs = "main/article", []
+    if main is not None:
+        paragraphs = _paragraphs(main, 80)
+    if not paragraphs and body is not None:
+        source, paragraphs = "body, outside tables", _paragraphs(body, 80)
+    if not paragraphs:
+        source, paragraphs = "tables", table_text
 
     out = Builder(budget)
-    end_lines = _paragraphs(page.end)
-    end_text = " / ".join(end_lines)[-300:] if end_lines else ""
     tail = [f"text ends with: ...{clip(end_text, 300)}" if end_text else "text ends: (no text)"]
     reserve = sum(len(t.encode()) + 1 for t in tail)
-
-    title = clip(page.title, 200) if page.title else "(none)"
-    lang = f", lang {page.lang}" if page.lang else ""
-    out.add_cut(f"html: title {title}{lang}", reserve=reserve)
+    finder = _Finder(data)
     counts = (
-        f"{page.links:,} links, {page.forms:,} forms, {page.tables:,} tables, "
-        f"{page.images:,} images, {page.scripts:,} scripts; {sum(page.tags.values()):,} elements; "
-        f"{page.total_chars:,} characters of visible text"
+        f"{links:,} links, {elements.get('form', 0):,} forms, {elements.get('table', 0):,} tables, "
+        f"{elements.get('img', 0):,} images, {elements.get('script', 0):,} scripts; "
+        f"{sum(elements.values()):,} elements; {characters:,} characters of visible text"
     )
-    out.add_cut(counts, reserve=reserve)
-    if page.heading_counts:
-        listed = ", ".join(f"h{k} {n:,}" for k, n in sorted(page.heading_counts.items()))
+    out.add_cut(f"html{f' (lang {lang})' if lang else ''}: {counts}", reserve=reserve)
+    if title:
+        at = finder.find(title)
+        label = "title" if at is None else f"title (byte {at:,})"
+        out.add_cut(f"{label}: {clip(title, 200)}", reserve=reserve)
+    else:
+        out.add("title: (none)", reserve=reserve)
+    listed = ", ".join(f"h{k} {n:,}" for k, n in sorted(heading_counts.items()) if n)
+    if listed:
         out.add_cut(f"headings: {listed}", reserve=reserve)
     outline_room = max(0, out.room - reserve) // 3
-    if page.headings:
+    if headings:
         out.add("outline (h1-h3):", reserve=reserve)
         spent = 0
         shown = 0
-        for level, text in page.headings:
+        for level, text in headings:
             line = f"{'  ' * level}h{level} {clip(text, 100)}"
             cost = len(line.encode()) + 1
             if spent + cost > outline_room or not out.add(line, reserve=reserve):
                 break
             spent += cost
             shown += 1
-        if shown < len(page.headings):
-            more = len(page.headings) - shown
-            out.add(f"  ... +{more:,} more headings", reserve=reserve)
-    paragraphs = _paragraphs(page.main_text)
-    source = "main/article"
-    if not paragraphs:
-        paragraphs, source = _paragraphs(page.body_text), "body, outside tables"
-    if not paragraphs:
-        paragraphs, source = _paragraphs(page.table_text), "tables"
+        if shown < len(headings):
+            out.add(f"  ... +{len(headings) - shown:,} more headings", reserve=reserve)
     if paragraphs:
-        out.add(f"text ({source}, from the start):", reserve=reserve)
+        out.add(
+            f"text ({source}, from the start; this text and its end below are taken out of the "
+            "markup: a paragraph is the body's own text only where its byte offset is named):",
+            reserve=reserve,
+        )
+        finder.reset()
         for paragraph in paragraphs:
-            if not out.add_cut(f"  {clip(paragraph, 600)}", reserve=reserve):
+            found = finder.find(paragraph)
+            if found is not None:
+                if not out.add_quote(f"  at byte {found:,}", paragraph, reserve=reserve):
+                    break
+            elif not out.add_cut(f"  {clip(paragraph, 600)}", reserve=reserve):
                 break
     out.add_all(tail)
     return out.text()
+
+
+class _Finder:
+    """Finds shown text in the body as it stands, searching forward from the last find."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._at = 0
+
+    def reset(self) -> None:
+        self._at = 0
+
+    def find(self, text: str) -> int | None:
+        needle = text.encode("utf-8")
+        if len(needle) < 16:  # short texts recur: an offset would be a guess
+            return None
+        at = self._data.find(needle, self._at, self._at + _SEARCH_WINDOW + len(needle))
+        if at < 0:
+            return None
+        self._at = at + len(needle)
+        return at

@@ -22,8 +22,9 @@ from typing import Any
 import orjson
 import simdjson
 
-from cargohold._text import fit
-from cargohold.projection._model import Builder, clip
+from cargohold._text import cut_utf8_tail, fit, utf8_len
+from cargohold.projection._model import JOINER, Builder, clip, quote
+from cargohold.projection._spans import WINDOW_MAX, Span, Spans
 
 _SAMPLE = 24
 """Elements of an array looked at to describe its element shape and size."""
@@ -86,6 +87,26 @@ def _sample_indices(length: int, count: int = _SAMPLE) -> list[int]:
     return sorted(picks)
 
 
+def _pick(array: Any, indices: Iterable[int]) -> list[Any]:
+    """The elements of ``array`` at ``indices`` (ascending). A simdjson array is walked once,
+    front to back: its elements are reached by walking its tape, so indexing each one would
+    walk from the front every time (a thousand samples of a 150,000-element array: a second)."""
+    if not isinstance(array, simdjson.Array):
+        return [array[i] for i in indices]
+    wanted = sorted(set(indices))
+    if not wanted:
+        return []
+    picked: list[Any] = []
+    position = 0
+    for index, element in enumerate(array):
+        if index == wanted[position]:
+            picked.append(element)
+            position += 1
+            if position == len(wanted):
+                break
+    return picked
+
+
 def _key(name: str) -> str:
     """A JMESPath identifier for ``name``: bare when it can be, else quoted (a JSON string, so
     quotes, backslashes and control characters are escaped as JMESPath expects)."""
@@ -106,7 +127,7 @@ def _size(value: Any) -> int:
     a sample of them."""
     if _is_arr(value) and len(value) > 1000:
         picks = _sample_indices(len(value))
-        total = sum(len(_dumps(value[i])) + 1 for i in picks)
+        total = sum(len(_dumps(element)) + 1 for element in _pick(value, picks))
         return int(total / len(picks) * len(value)) + 1
     if _is_obj(value) and len(value) > 4 * _SAMPLE:
         keys = list(value)
@@ -122,7 +143,7 @@ def _shape(value: Any, depth: int = 0) -> str:
     if kind == "array":
         if not value:
             return "array[0]"
-        element = _merge([value[i] for i in _sample_indices(len(value))], depth + 1)
+        element = _merge(_pick(value, _sample_indices(len(value))), depth + 1)
         return f"array[{len(value):,}] of {element}"
     if kind == "object":
         if depth >= 6:
@@ -203,6 +224,8 @@ def _biggest(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, 
     """The chain of largest children from the root down, with their sizes (bytes)."""
     if depth > 8:
         return
+    if (_is_arr(value) and len(value) > 1) or (_is_obj(value) and _is_map(value)):
+        return  # the bulk of an array or a map is its entries as a whole, not one of them
     children: list[tuple[str, Any]]
     if _is_obj(value) and len(value):
         children = [(_join(path, _key(k)), v) for k, v in value.items()]
@@ -210,27 +233,38 @@ def _biggest(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, 
             children = [children[i] for i in _sample_indices(len(children))]
     elif _is_arr(value) and len(value):
         picks = _sample_indices(len(value), 16)
-        children = [(_join(path, f"[{i}]"), value[i]) for i in picks]
+        children = [
+            (_join(path, f"[{i}]"), element)
+            for i, element in zip(picks, _pick(value, picks), strict=True)
+        ]
     else:
         return
-    if (_is_arr(value) and len(value) > 1) or (_is_obj(value) and _is_map(value)):
-        return  # the bulk of an array or a map is its entries as a whole, not one of them
     sized = sorted(((_size(v), p, v) for p, v in children), key=lambda t: -t[0])
     size, child_path, child = sized[0]
     yield child_path, size, child
     yield from _biggest(child, child_path, depth + 1)
 
 
-def _records(value: Any, path: str = "", depth: int = 0) -> tuple[str, list[Any]] | None:
-    """The largest array of objects in the document (by length), found by a bounded walk."""
-    best: tuple[str, list[Any]] | None = None
+Part = str | int | None
+"""A step of a path: a key, an index, or ``None`` for "the values of this map"."""
+
+
+def _records(
+    value: Any, path: str = "", depth: int = 0, parts: tuple[Part, ...] = ()
+) -> tuple[str, Any, tuple[Part, ...]] | None:
+    """The largest array of objects in the document (by length), found by a bounded walk: its
+    JMESPath, the records, and the path as steps (to find it in the bytes)."""
+    best: tuple[str, Any, tuple[Part, ...]] | None = None
     if _is_arr(value):
-        picks = _sample_indices(len(value), 8)
-        if len(value) > 1 and all(_is_obj(value[i]) for i in picks):
-            best = (path or "@", value)
-        if depth < 3:
-            for i in _sample_indices(len(value), 3):
-                found = _records(value[i], _join(path, f"[{i}]"), depth + 1)
+        shape_picks = _sample_indices(len(value), 8)
+        deeper = _sample_indices(len(value), 3) if depth < 3 else []
+        picks = sorted(set(shape_picks) | set(deeper))
+        picked = dict(zip(picks, _pick(value, picks), strict=True))  # one walk for both
+        if len(value) > 1 and all(_is_obj(picked[i]) for i in shape_picks):
+            best = (path or "@", value, parts)
+        if deeper:
+            for i, element in ((i, picked[i]) for i in deeper):
+                found = _records(element, _join(path, f"[{i}]"), depth + 1, (*parts, i))
                 if found and (best is None or len(found[1]) > len(best[1])):
                     best = found
     elif _is_obj(value) and depth < 4:
@@ -238,13 +272,13 @@ def _records(value: Any, path: str = "", depth: int = 0) -> tuple[str, list[Any]
             entries = list(value.values())
             picks = _sample_indices(len(entries), 8)
             if all(_is_obj(entries[i]) for i in picks):
-                return (f"values({path or '@'})", entries)
+                return (f"values({path or '@'})", entries, (*parts, None))
         items = list(value.items())
         if len(items) > 64:
             items = [items[i] for i in _sample_indices(len(items), 16)]
         for k, v in items:
             if _is_obj(v) or _is_arr(v):
-                found = _records(v, _join(path, _key(k)), depth + 1)
+                found = _records(v, _join(path, _key(k)), depth + 1, (*parts, k))
                 if found and (best is None or len(found[1]) > len(best[1])):
                     best = found
     return best
@@ -325,16 +359,17 @@ def _field_facts(records: Any) -> tuple[list[str], str, list[tuple[str, str, int
     else:
         indices = _sample_indices(total, _STATS_SAMPLE)
         scope = f"an even sample of {_STATS_SAMPLE:,} of {total:,} records"
+    key_picks = _sample_indices(total, 200)
+    wanted = sorted(set(key_picks) | set(indices))
+    picked = dict(zip(wanted, _pick(records, wanted), strict=True))  # one walk for both
     keys: dict[str, None] = {}
-    for i in _sample_indices(total, 200):
-        row = records[i]
+    for row in (picked[i] for i in key_picks):
         if _is_obj(row):
             for k in row:
                 keys.setdefault(k, None)
     fields = {k: _Field() for k in list(keys)[:_MAX_KEYS]}
     rows = 0
-    for i in indices:
-        row = records[i]
+    for row in (picked[i] for i in indices):
         if not _is_obj(row):
             continue
         rows += 1
@@ -350,7 +385,7 @@ def _field_facts(records: Any) -> tuple[list[str], str, list[tuple[str, str, int
         distinct = len(facts.strings)
         if 2 <= distinct <= 12 and not facts.overflow and _IDENT.fullmatch(key):
             value = facts.strings.most_common(1)[0][0]
-            if "'" not in value and len(value) <= 40:
+            if "'" not in value and "\\" not in value and len(value) <= 40:
                 hints.append((key, value, distinct))
                 break
     return lines, scope, hints
@@ -371,6 +406,165 @@ def _parse(data: bytes) -> Any:
         raise JsonError("not JSON that can be read within bounded memory") from exc
 
 
+class _Where:
+    """Byte spans of a document's parts, and how a preview names them."""
+
+    def __init__(self, data: bytes, document: Any) -> None:
+        self.data = data
+        self.document = document
+        self.spans = Spans(data)
+        self.one_line = data.count(b"\n", 0, len(data) - 1) == 0
+        self._members: dict[Span, dict[str, Span]] = {}
+
+    def members(self, span: Span | None, value: Any) -> dict[str, Span]:
+        if span is None or not _is_obj(value) or len(value) > 4096:
+            return {}
+        if span not in self._members:
+            self._members[span] = self.spans.members(span, list(value.keys()))
+        return self._members[span]
+
+    def locate(self, parts: tuple[Part, ...]) -> Span | None:
+        """The span of the value at ``parts`` (keys, indices 0 or -1, map values), if found."""
+        span = self.spans.root()
+        value = self.document
+        for part in parts:
+            if span is None:
+                return None
+            if isinstance(part, str):
+                span = self.members(span, value).get(part)
+                value = value[part]
+            elif part is None:  # a map's values: only used for the first and last record
+                return span
+            elif part == 0 and len(value):
+                span = self.spans.first(span)
+                value = value[0]
+            elif part == len(value) - 1:
+                span = self.element_last(span, value)
+                value = value[part]
+            else:
+                return None
+        return span
+
+    def element_last(self, span: Span, array: Any) -> Span | None:
+        last = array[-1]
+        opener = (
+            b"{"
+            if _is_obj(last)
+            else b"["
+            if _is_arr(last)
+            else b'"'
+            if _type(last) == "str"
+            else None
+        )
+        compact = len(_dumps(last)) if opener is not None else 0
+        return self.spans.last(span, opener, compact)
+
+    def label(self, span: Span) -> str:
+        """``byte N`` on one line; ``bytes A-B, lines X-Y`` (or ``line X``) on several."""
+        start, end = span
+        if self.one_line:
+            return f"byte {start:,}"
+        first = self.spans.line(start)
+        last = self.spans.line(end)
+        lines = f"line {first:,}" if first == last else f"lines {first:,}-{last:,}"
+        return f"bytes {start:,}-{end:,}, {lines}"
+
+    def quote(self, span: Span, limit: int) -> str | None:
+        """The span's bytes as a grep-true quote; ``None`` past a window (its cut unknown)."""
+        start, end = span
+        if end - start > WINDOW_MAX:
+            return None
+        return quote(self.data[start:end], limit)
+
+
+def _small(value: Any) -> bool:
+    """A value worth showing verbatim near the top: a scalar or a small container."""
+    if _is_obj(value) or _is_arr(value):
+        return len(value) <= 12 and len(_dumps(value)) <= 240
+    return not (isinstance(value, str) and len(value) > 240)
+
+
+def _small_values(where: _Where, budget: int) -> list[str]:
+    """Small members of the top-level object, and of its objects (metadata, pagination, totals,
+    status and error blocks), verbatim from the body with their offsets, in document order."""
+    document = where.document
+    if not _is_obj(document):
+        return []
+    lines: list[str] = []
+    spent = 0
+    root = where.spans.root()
+    top = where.members(root, document)
+
+    def add(path: str, span: Span) -> bool:
+        nonlocal spent
+        text = where.quote(span, 200)
+        if text is None:
+            return True
+        line = f"  {path} ({where.label(span)}): {text}"
+        if spent + len(line.encode()) + 1 > budget:
+            return False
+        lines.append(line)
+        spent += len(line.encode()) + 1
+        return True
+
+    for key, value in list(document.items())[:64]:
+        if ":" in key or "\n" in key:
+            continue
+        span = top.get(key)
+        if span is None:
+            continue
+        if _small(value):
+            if not add(_key(key), span):
+                break
+        elif _is_obj(value) and not _is_map(value):
+            inner = where.members(span, value)
+            for name, member in list(value.items())[:32]:
+                if ":" in name or "\n" in name or name not in inner:
+                    continue
+                scalar = not (_is_obj(member) or _is_arr(member))
+                if scalar and _small(member) and not add(_join(_key(key), _key(name)), inner[name]):
+                    return lines
+    return lines
+
+
+def _tail(data: bytes, limit: int) -> tuple[str, int]:
+    """The body's last characters as a grep-true quote of at most ``limit`` bytes, and the byte
+    offset where the quoted text starts."""
+    window = data[-(limit * 8 + 64) :]
+    base = len(data) - len(window)
+    pieces: list[str] = []
+    used = 0
+    start = len(data)
+    end = len(window)
+    while end > 0:
+        cut = window.rfind(b"\n", 0, end)
+        line = window[cut + 1 : end].rstrip(b"\r")
+        stripped = line.strip()
+        end = cut if cut >= 0 else 0
+        if cut < 0:
+            end = 0
+        if not stripped:
+            if cut < 0:
+                break
+            continue
+        lead = len(line) - len(line.lstrip())
+        at = base + cut + 1 + lead
+        cost = len(stripped) + (3 if pieces else 0)
+        if used + cost > limit:
+            room = limit - used - (3 if pieces else 0)
+            if room >= 16 or not pieces:  # the end of a long line: a substring all the same
+                part = cut_utf8_tail(stripped, max(room, 16))
+                pieces.insert(0, part.decode("utf-8", "replace"))
+                start = at + len(stripped) - len(part)
+            break
+        pieces.insert(0, stripped.decode("utf-8", "replace"))
+        used += cost
+        start = at
+        if cut < 0:
+            break
+    return JOINER.join(pieces), start
+
+
 def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query") -> str:
     """A structure-aware preview of a JSON document within ``budget`` bytes.
 
@@ -378,47 +572,92 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
         JsonError: the body is not valid JSON (the caller falls back to a verbatim excerpt).
     """
     document = _parse(data)
+    where = _Where(data, document)
     out = Builder(budget)
-    tail_text = data[-600:].decode("utf-8", "replace").replace("\r", "").replace("\n", " ")
-    tail_line = "ends with: " + " ".join(tail_text.split())[-150:]
+    tail_text, tail_at = _tail(data, 150)
+    tail_label = f"byte {tail_at:,}"
+    if not where.one_line:
+        tail_label += f", line {where.spans.line(tail_at):,}"
+    tail_line = f"ends with ({tail_label}): {tail_text}"
     reserve = len(tail_line.encode()) + 2
     kind = _type(document)
-    if kind == "array":
-        out.add(f"json array of {len(document):,} items", reserve=reserve)
-    elif kind == "object":
-        out.add(f"json object with {len(document):,} keys", reserve=reserve)
+    if where.one_line:
+        layout = f"; one line of {len(data):,} bytes (offsets below are byte offsets)"
     else:
-        out.add(f"json {kind}", reserve=reserve)
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        layout = f"; {lines:,} lines (a quote joins a value's lines with {JOINER})"
+    if kind == "array":
+        out.add(f"json array of {len(document):,} items{layout}", reserve=reserve)
+    elif kind == "object":
+        out.add(f"json object with {len(document):,} keys{layout}", reserve=reserve)
+    else:
+        out.add(f"json {kind}{layout}", reserve=reserve)
+    small = _small_values(where, max(300, budget // 5))
+    if small and out.add("small values (verbatim, in document order):", reserve=reserve):
+        out.add_all(small, reserve=reserve)
     shape_room = max(200, budget * 2 // 5)
     out.add_cut("shape: " + fit(_shape(document), shape_room), reserve=reserve)
 
     chain = list(_biggest(document))
     total = max(1, len(data))
     if chain:
-        out.add("bulk (largest part at each level, approximate bytes):", reserve=reserve)
-        for path, size, value in chain[:6]:
+        located = where.members(where.spans.root(), document) if _is_obj(document) else {}
+        by_path = {_key(k): span for k, span in located.items()}
+        out.add(
+            "bulk (largest part at each level; bytes, ~ where estimated as compact JSON):",
+            reserve=reserve,
+        )
+        for path, estimate, value in chain[:6]:
+            span = by_path.get(path)
+            size = span[1] - span[0] if span is not None else estimate
+            about = "" if span is not None else "~"
             share = min(100, round(100 * size / total))
             what = _type(value)
             count = f"[{len(value):,}]" if _is_arr(value) else ""
             keys = f"({len(value):,} keys)" if _is_obj(value) else ""
             if not out.add(
-                f"  {path}: {what}{count}{keys} ~{size:,} bytes ({share}%)", reserve=reserve
+                f"  {path}: {what}{count}{keys} {about}{size:,} bytes ({share}%)", reserve=reserve
             ):
                 break
     if _is_obj(document) and len(document) > 1:
-        sizes = sorted(((_size(v), k) for k, v in document.items()), reverse=True)
-        listed = ", ".join(f"{_key(k)} ~{s:,}" for s, k in sizes[:10])
+        spans = where.members(where.spans.root(), document)
+        sizes = sorted(
+            (
+                (spans[k][1] - spans[k][0] if k in spans else _size(v), k in spans, k)
+                for k, v in document.items()
+            ),
+            key=lambda t: (-t[0], t[2]),
+        )
+        listed = ", ".join(
+            f"{_key(k)} {s:,} at {spans[k][0]:,}" if exact else f"{_key(k)} ~{s:,}"
+            for s, exact, k in sizes[:10]
+        )
         more = f", +{len(sizes) - 10} keys" if len(sizes) > 10 else ""
-        out.add_cut(f"top-level keys by size: {listed}{more}", reserve=reserve)
+        out.add_cut(
+            f"top-level keys by size (bytes; ~ estimated; at = byte offset of the value): "
+            f"{listed}{more}",
+            reserve=reserve,
+        )
 
     found = _records(document)
 
     def hint(expression: str) -> str:
         return f"{read_hint}(ref, {orjson.dumps(expression).decode()})"
 
+    def record(title: str, path: str, span: Span | None, value: Any, room: int) -> None:
+        text = None if span is None else where.quote(span, 260)
+        if span is not None and text is not None:
+            line = f"{title} ({where.label(span)}): {text}"
+        else:
+            line = (
+                f"{title}, re-serialised compactly (not located in the bytes; "
+                f"query {path} for it): {clip(_dumps(value).decode(), 260)}"
+            )
+        out.add_cut(line, reserve=room)
+
     hints = [hint("keys(@)")] if _is_obj(document) else []
     if found is not None:
-        path, records = found
+        path, records, parts = found
         length_path = "@" if path == "@" else path
         hints.append(hint(f"length({length_path})"))
         facts, scope, pairs = _field_facts(records)
@@ -427,21 +666,45 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
         if shown < len(facts):
             out.add(f"  ... {len(facts) - shown} more field lines", reserve=reserve + 600)
         base = "" if path == "@" else path
-        first = clip(_dumps(records[0]).decode(), 260)
-        last = clip(_dumps(records[-1]).decode(), 260)
-        out.add_cut(f"first {base or '@'}[0]: {first}", reserve=reserve + 300)
-        out.add_cut(f"last  {base or '@'}[-1]: {last}", reserve=reserve)
+        where_records = where.locate(parts[:-1] if parts and parts[-1] is None else parts)
+        first_span = last_span = None
+        if where_records is not None:
+            if parts and parts[-1] is None:
+                container = _walk(document, parts[:-1])
+                members = where.spans.members(where_records, list(container.keys()), ends=True)
+                names = list(container.keys())
+                first_span = members.get(names[0]) if names else None
+                last_span = members.get(names[-1]) if names else None
+            else:
+                first_span = where.spans.first(where_records)
+                last_span = where.element_last(where_records, records)
+        first_path = f"{base or '@'}[0]"
+        last_path = f"{base or '@'}[-1]"
         prefix = base if base else ""
         for key, value, _ in pairs:
             hints.append(hint(f"length({prefix}[?{key}=='{value}'])"))
         hints.append(hint(f"{prefix}[-1]"))
+        queries = utf8_len(" | ".join(hints)) + 8  # the queries keep their room
+        record(f"first {first_path}", first_path, first_span, records[0], reserve + 300 + queries)
+        record(f"last  {last_path}", last_path, last_span, records[-1], reserve + queries)
     elif _is_arr(document) and len(document):
-        out.add_cut(f"first [0]: {clip(_dumps(document[0]).decode(), 260)}", reserve=reserve)
-        out.add_cut(f"last  [-1]: {clip(_dumps(document[-1]).decode(), 260)}", reserve=reserve)
+        root = where.spans.root()
+        first_span = where.spans.first(root) if root else None
+        last_span = where.element_last(root, document) if root else None
         hints.append(hint("length(@)"))
+        queries = utf8_len(" | ".join(hints)) + 8
+        record("first [0]", "[0]", first_span, document[0], reserve + queries)
+        record("last  [-1]", "[-1]", last_span, document[-1], reserve + queries)
     elif chain:
         deepest = chain[-1][0]
         hints.append(hint(deepest))
     out.add_cut("query: " + " | ".join(hints), reserve=reserve)
     out.add(tail_line)
     return out.text()
+
+
+def _walk(document: Any, parts: tuple[Part, ...]) -> Any:
+    value = document
+    for part in parts:
+        value = value[part]
+    return value

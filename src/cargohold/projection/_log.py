@@ -1,9 +1,18 @@
-"""The log projector: counts by level, time span, every distinct error and warning, the tail.
+"""The log projector: line count, counts by level, time span, every distinct error and warning,
+the most common messages, the tail.
 
-Errors and warnings are shown verbatim (their first occurrence, with line numbers), grouped when
+Errors and warnings are quoted verbatim (their first occurrence, with line numbers), grouped when
 they repeat with only numbers, ids or addresses changing, so a 20,000-line log with one real
 failure shows that failure, and a log with a thousand identical timeouts shows one line and its
 count.
+
+Cost: a body of up to 4,096 lines is read line by line (every count exact; a few microseconds
+a line, each line's level looked for in its first 160 characters). A longer one is read in
+C-speed passes for what must be exact: the line count (one ``split``), and every line that names
+a severe level (``ERROR``, ``ERR``, ``WARN``, ``WARNING``, ``FATAL``, ``CRITICAL``, ``SEVERE``),
+found by one RE2 scan for those words and then classified one by one, so severe counts and
+groups stay exact. The other levels' shares and the most common message shapes come from a
+stated, evenly strided sample of lines.
 """
 
 from __future__ import annotations
@@ -12,7 +21,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from cargohold.projection._model import Builder, clip
+import re2
+
+from cargohold.projection._model import Builder, quote
 
 _LEVEL = re.compile(r"\b(FATAL|CRITICAL|SEVERE|ERROR|ERR|WARNING|WARN|INFO|NOTICE|DEBUG|TRACE)\b")
 _SEVERITY = {
@@ -25,6 +36,8 @@ _SEVERITY = {
     "WARN": 2,
 }
 _CANON = {"ERR": "ERROR", "WARNING": "WARN"}
+_SEVERE_WORDS = re2.compile(rb"ERR|WARN|FATAL|CRIT|SEVERE")
+"""Every severe level word contains one of these (``ERROR`` and ``ERR`` contain ``ERR``...)."""
 _VARIABLE = re.compile(
     r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}"
     r"|(?<![A-Za-z0-9])-?\d+(?:[.:/_-]\d+)*|\d+(?:[.:/_-]\d+)*|[0-9a-f]{12,}"
@@ -37,6 +50,13 @@ _STAMP = re.compile(
 _ISO = re.compile(r"(?<![\d-])(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?)")
 """An ISO time anywhere near the start, for logs whose lines open with a file or host name."""
 _GROUPS_MAX = 400
+_EXACT_LINES = 4096
+"""Bodies of up to this many lines are read line by line: every count is exact."""
+_SAMPLE = 200
+"""Lines sampled (evenly strided) for the other levels and the common messages."""
+_SEVERE_MAX = 20_000
+"""Severe lines classified one by one; past this many, the rest are left to grep (stated)."""
+_COMMON_SHOWN = 8
 
 
 def _stamp(line: str) -> str | None:
@@ -53,61 +73,181 @@ class _Group:
     count: int = 0
 
 
-def _level(line: str) -> str | None:
+@dataclass(slots=True)
+class _Scan:
+    """What the projector learnt of a log, and how (exactly, or over a sample)."""
+
+    total: int = 0
+    levels: Counter[str] = field(default_factory=Counter)
+    """Lines by level: all levels when ``stride`` is 0, else the severe ones only."""
+    sampled: Counter[str] = field(default_factory=Counter)
+    """Lines by level in the sample (when ``stride`` > 0)."""
+    sample_size: int = 0
+    stride: int = 0
+    groups: dict[tuple[str, str], _Group] = field(default_factory=dict)
+    overflow: int = 0
+    severe_until: int | None = None
+    """The last line read for severe levels when the scan stopped early, else ``None``."""
+    first_stamp: str | None = None
+    last_stamp: str | None = None
+    tail: list[tuple[int, str]] = field(default_factory=list)
+    common: list[tuple[float, int, str]] = field(default_factory=list)
+    common_scope: str = "all lines"
+
+
+def _level(line: str) -> tuple[str, int] | None:
     match = _LEVEL.search(line, 0, 160)
     if match is None:
         return None
-    return _CANON.get(match.group(1), match.group(1))
+    return _CANON.get(match.group(1), match.group(1)), match.end()
 
 
-def project_log(text: str, budget: int) -> str:
-    """A preview of a log within ``budget`` bytes."""
-    lines = text.split("\n")
+def _group(scan: _Scan, level: str, end: int, line: str, number: int) -> None:
+    key = (level, _VARIABLE.sub("#", line[end:])[:240])
+    group = scan.groups.get(key)
+    if group is None:
+        if len(scan.groups) >= _GROUPS_MAX:
+            scan.overflow += 1
+            return
+        group = scan.groups[key] = _Group(level, number, line)
+    group.count += 1
+    if len(group.lines) < 4:
+        group.lines.append(number)
+
+
+def _shape(line: str) -> str:
+    found = _level(line)
+    body = line[found[1] :] if found else line
+    return _VARIABLE.sub("#", body)[:240]
+
+
+def _common(scan: _Scan, numbered: list[tuple[int, str]]) -> None:
+    """The most frequent message shapes over ``numbered`` lines: (share, first line, line)."""
+    counts: Counter[str] = Counter()
+    first: dict[str, tuple[int, str]] = {}
+    total = 0
+    for number, line in numbered:
+        shape = _shape(line)
+        if not shape.strip("# "):
+            continue
+        total += 1
+        counts[shape] += 1
+        first.setdefault(shape, (number, line))
+    scan.common = [
+        (n / total, *first[shape]) for shape, n in counts.most_common(_COMMON_SHOWN) if n > 1
+    ]
+
+
+def _exact(data: bytes) -> _Scan:
+    """Every line read: every count exact."""
+    scan = _Scan()
+    lines = data.decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    levels: Counter[str] = Counter()
-    groups: dict[tuple[str, str], _Group] = {}
-    overflow = 0
-    first_stamp = last_stamp = None
+    scan.total = len(lines)
     for number, line in enumerate(lines, 1):
-        level = _level(line)
-        if level is not None:
-            levels[level] += 1
+        found = _level(line)
+        if found is not None:
+            level, end = found
+            scan.levels[level] += 1
             if _SEVERITY.get(level, 9) <= 2:
-                body = line[_LEVEL.search(line, 0, 160).end() :]  # type: ignore[union-attr]
-                key = (level, _VARIABLE.sub("#", body)[:240])
-                group = groups.get(key)
-                if group is None:
-                    if len(groups) >= _GROUPS_MAX:
-                        overflow += 1
-                        continue
-                    group = groups[key] = _Group(level, number, line)
-                group.count += 1
-                if len(group.lines) < 4:
-                    group.lines.append(number)
-        if first_stamp is None:
-            first_stamp = _stamp(line)
-    for line in reversed(lines[-50:]):
-        last_stamp = _stamp(line)
-        if last_stamp:
-            break
+                _group(scan, level, end, line, number)
+        if scan.first_stamp is None:
+            scan.first_stamp = _stamp(line)
+    _ends(scan, lines, 0)
+    step = -(-len(lines) // 1000) or 1
+    numbered = [(n + 1, lines[n]) for n in range(0, len(lines), step)]
+    _common(scan, numbered)
+    scan.common_scope = "all lines" if step == 1 else f"an even sample of {len(numbered):,} lines"
+    return scan
 
+
+def _fast(data: bytes) -> _Scan:
+    """C-speed passes for what must be exact; a stated sample for the rest."""
+    scan = _Scan()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    scan.total = total = len(lines)
+    stride = max(1, -(-total // _SAMPLE))
+    sample = [(n + 1, lines[n].decode("utf-8", "replace")) for n in range(0, total, stride)]
+    tail_start = max(0, total - 50)
+    tail = [line.decode("utf-8", "replace") for line in lines[tail_start:]]
+    head = [line.decode("utf-8", "replace") for line in lines[:50]]
+    del lines  # the severe scan works on the bytes
+    scan.stride, scan.sample_size = stride, len(sample)
+    for _, line in sample:
+        found = _level(line)
+        if found is not None:
+            scan.sampled[found[0]] += 1
+    _common(scan, sample)
+    scan.common_scope = (
+        "all lines" if stride == 1 else f"an even sample of {len(sample):,} lines, 1 in {stride:,}"
+    )
+    # Every line naming a severe level: one RE2 scan, each hit's line classified exactly.
+    pos = last = 0
+    number = 1
+    seen = 0
+    while True:
+        match = _SEVERE_WORDS.search(data, pos)
+        if match is None:
+            break
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.start())
+        end = len(data) if end < 0 else end
+        number += data.count(b"\n", last, start)
+        last = start
+        seen += 1
+        if seen > _SEVERE_MAX:
+            scan.severe_until = number - 1
+            break
+        line = data[start:end].decode("utf-8", "replace").removesuffix("\r")
+        found = _level(line)
+        if found is not None and _SEVERITY.get(found[0], 9) <= 2:
+            scan.levels[found[0]] += 1
+            _group(scan, found[0], found[1], line, number)
+        pos = end + 1
+        if pos >= len(data):
+            break
+    for line in head:
+        scan.first_stamp = _stamp(line)
+        if scan.first_stamp:
+            break
+    _ends(scan, tail, tail_start)
+    return scan
+
+
+def _ends(scan: _Scan, tail: list[str], offset: int) -> None:
+    """The last time stamp among the last lines, and the last four lines."""
+    for line in reversed(tail[-50:]):
+        scan.last_stamp = _stamp(line)
+        if scan.last_stamp:
+            break
+    count = min(4, len(tail))
+    scan.tail = [(offset + len(tail) - k + 1, tail[-k]) for k in range(count, 0, -1)]
+
+
+def project_log(data: bytes, budget: int) -> str:
+    """A preview of a log within ``budget`` bytes."""
+    scan = _exact(data) if data.count(b"\n") < _EXACT_LINES else _fast(data)
     out = Builder(budget)
-    tail_lines = [
-        f"{len(lines) - k + 1}: {clip(lines[-k], 200)}" for k in range(min(4, len(lines)), 0, -1)
-    ]
-    tail = ["tail:", *(f"  {t}" for t in tail_lines)]
+    tail = ["tail:", *(f"  {n}: {quote(t.removesuffix(chr(13)), 200)}" for n, t in scan.tail)]
     reserve = sum(len(t.encode()) + 1 for t in tail) + 120
-    counted = ", ".join(f"{name} {n:,}" for name, n in levels.most_common())
-    out.add_cut(f"log: {len(lines):,} lines; levels: {counted or 'none found'}", reserve=reserve)
-    if first_stamp or last_stamp:
-        out.add_cut(f"time: {first_stamp or '?'} .. {last_stamp or '?'}", reserve=reserve)
-    ordered = sorted(groups.values(), key=lambda g: (_SEVERITY.get(g.level, 9), g.first))
+    out.add_cut(f"log: {scan.total:,} lines; levels: {_levels(scan)}", reserve=reserve)
+    if scan.first_stamp or scan.last_stamp:
+        out.add_cut(f"time: {scan.first_stamp or '?'} .. {scan.last_stamp or '?'}", reserve=reserve)
+    ordered = sorted(scan.groups.values(), key=lambda g: (_SEVERITY.get(g.level, 9), g.first))
     if ordered:
         out.add(
             f"errors and warnings: {sum(g.count for g in ordered):,} lines in {len(ordered):,} "
             f"distinct message{'s' if len(ordered) != 1 else ''} (first occurrence verbatim; "
-            "# marks varying numbers):",
+            "repeats differ only in numbers):",
+            reserve=reserve,
+        )
+    if scan.severe_until is not None:
+        out.add_cut(
+            f"  (severe lines read up to line {scan.severe_until:,}: the first "
+            f"{_SEVERE_MAX:,}; grep for the rest)",
             reserve=reserve,
         )
     shown = 0
@@ -116,67 +256,49 @@ def project_log(text: str, budget: int) -> str:
         if group.count > len(group.lines):
             where += ", ..."
         times = f" x{group.count:,}" if group.count > 1 else ""
-        entry = f"  {group.level}{times} line {where}: {clip(group.example, 220)}"
+        example = quote(group.example.removesuffix("\r"), 220)
+        entry = f"  {group.level}{times} line {where}: {example}"
         if not out.add(entry, reserve=reserve):
             break
         shown += 1
     hidden = ordered[shown:]
-    if hidden or overflow:
+    if hidden or scan.overflow:
         by_level: Counter[str] = Counter()
         for group in hidden:
             by_level[group.level] += group.count
         summary = ", ".join(f"{name} {n:,} lines" for name, n in by_level.most_common())
-        extra = f"; {overflow:,} more lines past {_GROUPS_MAX} groups" if overflow else ""
+        extra = f"; {scan.overflow:,} more lines past {_GROUPS_MAX} groups" if scan.overflow else ""
         out.add_cut(
             f"  ... {len(hidden):,} more distinct messages not shown ({summary}){extra}; "
             "use grep for them",
             reserve=sum(len(t.encode()) + 1 for t in tail),
         )
-    common, looked_at = _common_messages(lines) if out.room > 600 else ([], 0)
-    if common:
+    if scan.common and out.room > 600:
         reserve_tail = sum(len(t.encode()) + 1 for t in tail)
-        sampled = looked_at < len(lines)
-        scope = f"an even sample of {looked_at:,} lines" if sampled else "all lines"
         if out.add(
-            f"most common messages ({scope}; share, first line, # marks varying numbers):",
+            f"most common messages ({scan.common_scope}; share, first line; numbers vary):",
             reserve=reserve_tail + 200,
         ):
-            for share, first, example in common:
-                entry = f"  {share:.0%} line {first}: {clip(example, 200)}"
+            for share, first, example in scan.common:
+                entry = f"  {share:.0%} line {first}: {quote(example.removesuffix(chr(13)), 200)}"
                 if not out.add(entry, reserve=reserve_tail):
                     break
     out.add_all(tail)
     return out.text()
 
 
-_COMMON_SAMPLE = 1_000
-_COMMON_SHOWN = 8
-
-
-def _common_messages(lines: list[str]) -> tuple[list[tuple[float, int, str]], int]:
-    """The most frequent message shapes, (share, first line number, that line), most first;
-    and how many lines were looked at.
-
-    A shape is the text after the level (or the whole line) with numbers, ids and addresses
-    folded; counted over every line, or an even sample of 1,000 in longer logs (folding costs
-    a few microseconds a line: a sample keeps a 16 MiB log's preview well under a second).
-    """
-    if not lines:
-        return [], 0
-    step = -(-len(lines) // _COMMON_SAMPLE)
-    counts: Counter[str] = Counter()
-    first: dict[str, int] = {}
-    total = looked_at = 0
-    for index in range(0, len(lines), step):
-        looked_at += 1
-        line = lines[index]
-        match = _LEVEL.search(line, 0, 160)
-        body = line[match.end() :] if match else line
-        shape = _VARIABLE.sub("#", body)[:240]
-        if not shape.strip("# "):
-            continue
-        total += 1
-        counts[shape] += 1
-        first.setdefault(shape, index + 1)
-    picked = [(n / total, first[shape]) for shape, n in counts.most_common(_COMMON_SHOWN) if n > 1]
-    return [(share, number, lines[number - 1]) for share, number in picked], looked_at
+def _levels(scan: _Scan) -> str:
+    """``INFO 1,998, ERROR 2``; over a sample: the severe counts exact, the rest as shares."""
+    if not scan.stride:
+        counted = ", ".join(f"{name} {n:,}" for name, n in scan.levels.most_common())
+        return counted or "none found"
+    severe = ", ".join(f"{name} {n:,}" for name, n in scan.levels.most_common())
+    others = [(name, n) for name, n in scan.sampled.most_common() if _SEVERITY.get(name, 9) > 2]
+    shares = ", ".join(f"{name} ~{100 * n / scan.sample_size:.0f}%" for name, n in others)
+    parts = [f"{severe or 'no ERROR, WARN, FATAL, CRITICAL or SEVERE'} (every line read)"]
+    if shares:
+        parts.append(
+            f"{shares} (of an even sample of {scan.sample_size:,} lines: every "
+            f"{scan.stride:,}th from line 1)"
+        )
+    return "; ".join(parts)

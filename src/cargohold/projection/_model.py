@@ -83,14 +83,28 @@ class Builder:
         self.used += cost
         return True
 
-    def add_cut(self, line: str, *, reserve: int = 0, marker: str = " [...]") -> bool:
-        """Add one line, cut (on a character edge, with ``marker``) to the room left."""
+    def add_cut(self, line: str, *, reserve: int = 0) -> bool:
+        """Add one line, cut on a character edge to the room left, ``[+N chars]`` stating the
+        characters cut (what stays of a quote is still the body's text)."""
         if self.add(line, reserve=reserve):
             return True
-        room = self.budget - self.used - reserve - 1 - utf8_len(marker)
+        room = self.budget - self.used - reserve - 1 - 20
         if room < 16:
             return False
-        return self.add(fit(line, room) + marker, reserve=reserve)
+        kept = fit(line, room)
+        return self.add(f"{kept} [+{len(line) - len(kept)} chars]", reserve=reserve)
+
+    def add_quote(self, label: str, text: str, *, reserve: int = 0) -> bool:
+        """Add ``label: text``, the text cut to the room left with ``[+N chars]`` stating the
+        rest (so what stays is still the body's text, grep-true)."""
+        line = f"{label}: {text}"
+        if self.add(line, reserve=reserve):
+            return True
+        room = self.budget - self.used - reserve - 1 - utf8_len(label) - 2 - 20
+        if room < 16:
+            return False
+        kept = fit(text, room)
+        return self.add(f"{label}: {kept} [+{len(text) - len(kept)} chars]", reserve=reserve)
 
     def add_all(self, lines: Iterable[str], *, reserve: int = 0) -> int:
         """Add lines in order until one does not fit; return how many were added."""
@@ -106,8 +120,34 @@ class Builder:
         return "\n".join(self._lines)
 
 
+JOINER = "\u21b5"
+"""``↵``: where a quote of several body lines joins them (each line stripped of its indentation)."""
+
+
+def quote(raw: bytes | str, limit: int = 160, *, strip: bool = False) -> str:
+    """Body text as one preview line, grep-true: what a quote shows is in the body as it stands.
+
+    A quote of one line is the body's own characters (tabs included), cut at ``limit``
+    characters with ``[+N chars]`` stating the rest. A quote of several lines shows each line
+    without its indentation (and without a carriage return at its end), joined by ``↵``: every
+    piece between two ``↵`` is then found in the body by a plain substring search, which is what
+    an agent's grep does. ``strip`` drops the spaces around a one-line quote too.
+    """
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if "\n" in text or "\r" in text:
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        text = JOINER.join(piece for piece in (line.strip() for line in lines) if piece)
+    elif strip:
+        text = text.strip()
+    if len(text) <= limit:
+        return text
+    keep = max(1, limit - 12)
+    return text[:keep] + f" [+{len(text) - keep} chars]"
+
+
 def clip(text: str, limit: int = 160) -> str:
-    """One line of at most ``limit`` characters, the cut stated."""
+    """One line of at most ``limit`` characters, the cut stated (a summary, not a quote: tabs and
+    line breaks become spaces)."""
     text = text.replace("\r", "").replace("\n", " ").replace("\t", " ")
     if len(text) <= limit:
         return text

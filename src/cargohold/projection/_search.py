@@ -11,13 +11,16 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter, methodcaller
 
-from cargohold.projection._model import Builder, Detection, clip
+from cargohold.projection._model import Builder, Detection, clip, quote
 
 _MATCH = re.compile(rb"^([^\n:]{1,1000}?):(\d+):(?:(\d+):)?(.*)$", re.S)
 _CONTEXT = re.compile(rb"^([^\n:]{1,1000}?)-(\d+)-(.*)$", re.S)
 _HEADED = re.compile(rb"^(\d+)[:-](?:(\d+):)?(.*)$", re.S)
 _KEEP_PER_FILE = 3
+_CR = b"\r"
 
 
 @dataclass(slots=True)
@@ -33,15 +36,53 @@ def _text(raw: bytes) -> str:
     return raw.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
+Quoted = tuple[int, bytes]
+"""A line of the body: its number, its bytes."""
+
+
+def _plain(data: bytes) -> tuple[dict[bytes, _File], int, Quoted, bytes] | None:
+    """Plain ``path:line:text`` output (every line so), read in C-speed steps: one ``split`` of
+    the lines and one of each line, a check that every line number is digits, and the lines
+    grouped by path (grep writes a file's matches together); ``None`` for any other form."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if not lines or b"" in lines:
+        return None
+    pieces = list(map(methodcaller("split", b":", 2), lines))
+    if min(map(len, pieces)) < 3 or not all(map(bytes.isdigit, map(itemgetter(1), pieces))):
+        return None
+    if any(
+        len(p) > 1000 or b"\n" in p
+        for p in map(itemgetter(0), pieces[:: max(1, len(pieces) // 64)])
+    ):
+        return None
+    files: dict[bytes, _File] = {}
+    for path, group in groupby(pieces, key=itemgetter(0)):
+        block = list(group)
+        entry = files.get(path)
+        if entry is None:
+            entry = files[path] = _File(_text(path), first_line=int(block[0][1][:18]))
+        entry.count += len(block)
+        entry.last_line = int(block[-1][1][:18])
+        for piece in block[: _KEEP_PER_FILE - len(entry.matches)]:
+            entry.matches.append((int(piece[1][:18]), quote(piece[2], 160, strip=True)))
+    return files, len(pieces), (len(lines), lines[-1].rstrip(_CR)), lines[-1].rstrip(_CR)
+
+
 def project_search(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of grep-style search results within ``budget`` bytes."""
+    plain = _plain(data)
+    if plain is not None:
+        head = (1, data.split(b"\n", 1)[0].rstrip(_CR))
+        return _render(data, budget, plain[0], plain[1], 0, 0, head, plain[2], plain[3])
     files: dict[bytes, _File] = {}
     matches = context = other = 0
-    last: tuple[str, int, str] | None = None
-    first: tuple[str, int, str] | None = None
+    last: Quoted | None = None
+    first: Quoted | None = None
     last_raw = b""
     heading: bytes | None = None
-    for raw in io.BytesIO(data):
+    for body_line, raw in enumerate(io.BytesIO(data), 1):
         line = raw.rstrip(b"\r\n")
         if not line or line == b"--":
             heading = None if not line else heading
@@ -75,19 +116,33 @@ def project_search(data: bytes, detection: Detection, budget: int) -> str:
             entry.first_line = line_number
         entry.last_line = line_number
         if len(entry.matches) < _KEEP_PER_FILE:
-            entry.matches.append((line_number, clip(_text(text).strip(), 160)))
-        last = (entry.path, line_number, _text(text))
+            entry.matches.append((line_number, quote(text, 160, strip=True)))
+        last = (body_line, line)
         last_raw = line
         if first is None:
             first = last
+    return _render(data, budget, files, matches, context, other, first, last, last_raw)
 
+
+def _render(
+    data: bytes,
+    budget: int,
+    files: dict[bytes, _File],
+    matches: int,
+    context: int,
+    other: int,
+    first: Quoted | None,
+    last: Quoted | None,
+    last_raw: bytes,
+) -> str:
     out = Builder(budget)
     tail: list[str] = []
     if last is not None:
-        tail.append(f"last match: {last[0]}:{last[1]}: {clip(last[2].strip(), 240)}")
+        tail.append(f"last match (line {last[0]:,}): {quote(last[1], 240)}")
     ending = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
     if last is None or ending != last_raw:
-        tail.append(f"ends with: {clip(_text(ending), 200)}")
+        number = data.rstrip(b"\r\n").count(b"\n") + 1
+        tail.append(f"ends with (line {number:,}): {quote(ending.rstrip(_CR), 200)}")
     reserve = sum(len(t.encode()) + 1 for t in tail)
 
     extras = []
@@ -100,9 +155,7 @@ def project_search(data: bytes, detection: Detection, budget: int) -> str:
         f"search results: {matches:,} matches in {len(files):,} files{extra}", reserve=reserve
     )
     if first is not None:
-        out.add_cut(
-            f"first match: {first[0]}:{first[1]}: {clip(first[2].strip(), 200)}", reserve=reserve
-        )
+        out.add_cut(f"first match (line {first[0]:,}): {quote(first[1], 200)}", reserve=reserve)
     ordered = sorted(files.values(), key=lambda f: (-f.count, f.path))
     if ordered:
         out.add("files by matches (count, line span):", reserve=reserve)
