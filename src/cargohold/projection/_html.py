@@ -84,13 +84,39 @@ def _text(node: Any) -> str:
     return " ".join(node.text(deep=True, separator="").split())
 
 
+_BLOCK_TAGS = frozenset(tag.strip() for tag in _BLOCKS.split(","))
+_OWN_WORDS = 3
+"""A block that holds other blocks shows its own text (a caption beside an image's block) when
+that text has at least this many words; shorter is separators and labels."""
+
+
+def _own_text(node: Any) -> str:
+    """The text of a block that holds other blocks, without the text of any block inside it
+    (those come on their own), however deep."""
+    parts: list[str] = []
+
+    def collect(parent: Any) -> None:
+        for child in parent.iter(include_text=True):
+            if child.tag == "-text":
+                parts.append(child.text(deep=False, separator=""))
+            elif child.tag not in _BLOCK_TAGS:
+                collect(child)
+
+    collect(node)
+    return " ".join("".join(parts).split())
+
+
 def _paragraphs(root: Any, limit: int) -> list[str]:
-    """The text of the innermost block elements under ``root``, in document order."""
+    """The text of the block elements under ``root``, in document order: an innermost block's
+    whole text; a block that holds others, its own text only (if it has a few words)."""
     out: list[str] = []
     for node in root.css(_BLOCKS):
         if len(node.css(_BLOCKS)) > 1:  # matches itself, and the blocks it holds
-            continue  # its blocks come on their own
-        text = _text(node)
+            text = _own_text(node)
+            if len(text.split()) < _OWN_WORDS:
+                continue
+        else:
+            text = _text(node)
         if text:
             out.append(text)
             if len(out) >= limit:
