@@ -447,7 +447,10 @@ class Hold:
 
     # -- async twins ------------------------------------------------------------------------
 
-    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    async def arun(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a blocking call on this hold's worker pool, the one its async twins use, with the
+        caller's context variables; for surfaces and tools built on the hold (the pool's size
+        keeps CPU-bound work from stalling the event loop: see ``max_workers``)."""
         loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
         return await loop.run_in_executor(self._shared.pool(), call)
@@ -465,7 +468,7 @@ class Hold:
     ) -> OffloadResult:
         """:meth:`offload` on the worker pool. A cancelled caller does not cancel the write:
         once started, the bytes are stored (a write is never half done)."""
-        return await self._run(
+        return await self.arun(
             self.offload,
             value,
             tool=tool,
@@ -485,7 +488,7 @@ class Hold:
         budget: int | None = None,
     ) -> RehydrateResult:
         """:meth:`read` on the worker pool."""
-        return await self._run(self.read, ref, offset=offset, length=length, budget=budget)
+        return await self.arun(self.read, ref, offset=offset, length=length, budget=budget)
 
     async def aread_lines(
         self,
@@ -496,7 +499,7 @@ class Hold:
         budget: int | None = None,
     ) -> RehydrateResult:
         """:meth:`read_lines` on the worker pool."""
-        return await self._run(self.read_lines, ref, start_line, end_line, budget=budget)
+        return await self.arun(self.read_lines, ref, start_line, end_line, budget=budget)
 
     async def agrep(
         self,
@@ -508,7 +511,7 @@ class Hold:
         budget: int | None = None,
     ) -> RehydrateResult:
         """:meth:`grep` on the worker pool."""
-        return await self._run(
+        return await self.arun(
             self.grep,
             ref,
             pattern,
@@ -521,29 +524,29 @@ class Hold:
         self, ref: Ref | str, expression: str, *, budget: int | None = None
     ) -> RehydrateResult:
         """:meth:`query` on the worker pool."""
-        return await self._run(self.query, ref, expression, budget=budget)
+        return await self.arun(self.query, ref, expression, budget=budget)
 
     async def ainfo(self, ref: Ref | str) -> ReadResult:
         """:meth:`info` on the worker pool."""
-        return await self._run(self.info, ref)
+        return await self.arun(self.info, ref)
 
     async def aextend(self, ref: Ref | str, ttl: float | None = None) -> ReadResult:
         """:meth:`extend` on the worker pool."""
-        return await self._run(self.extend, ref, ttl)
+        return await self.arun(self.extend, ref, ttl)
 
     async def acall_tool(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> ToolAnswer:
         """:meth:`call_tool` on the worker pool."""
-        return await self._run(self.call_tool, name, arguments)
+        return await self.arun(self.call_tool, name, arguments)
 
     async def aguard(self, request: Any, *, format: str, model: str | None = None) -> GuardReport:
         """:meth:`guard` on the worker pool (a near-limit request may load the tokenizer)."""
-        return await self._run(self.guard, request, format=format, model=model)
+        return await self.arun(self.guard, request, format=format, model=model)
 
     async def awarmup(self) -> None:
         """:meth:`warmup` on the worker pool."""
-        await self._run(self.warmup)
+        await self.arun(self.warmup)
 
     # -- lifetime ---------------------------------------------------------------------------
 

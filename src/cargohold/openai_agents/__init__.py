@@ -45,7 +45,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import functools
@@ -269,7 +268,7 @@ class InputFilter:
                 model=model,
                 check_window=False,
             )
-            await asyncio.to_thread(check)
+            await hold.arun(check)
         return ModelInputData(input=items, instructions=model_data.instructions)
 
 

@@ -25,7 +25,6 @@ per-tool threshold.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import functools
@@ -162,7 +161,7 @@ class ToolOutputs:
         call = functools.partial(
             dispose, attachment, format="openai-responses", offloader=self._hold.offloader
         )
-        disposed = await asyncio.to_thread(call)  # stores bytes and renders a stub: off the loop
+        disposed = await self._hold.arun(call)  # stores bytes and renders a stub: off the loop
         return str(disposed.part.get("text", ""))
 
     def _disposition(self, tool: str | None) -> Disposition:

@@ -347,7 +347,7 @@ class WorkingContext:
         complete: bool = True,
     ) -> WorkerResult:
         """:meth:`submit` on the hold's worker pool: the event loop never waits on the store."""
-        return await self._hold._run(
+        return await self._hold.arun(
             self.submit,
             output,
             worker=worker,
@@ -384,7 +384,7 @@ class WorkingContext:
 
     async def aproject(self, result: WorkerResult, *, budget: Budget | str | None = None) -> str:
         """:meth:`project` on the hold's worker pool."""
-        return await self._hold._run(self.project, result, budget=budget)
+        return await self._hold.arun(self.project, result, budget=budget)
 
     def _render(self, result: WorkerResult, budget: Budget, data: bytes | None, via: Hold) -> str:
         raw = result.raw_ref
