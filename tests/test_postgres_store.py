@@ -231,6 +231,23 @@ def test_the_schema_refuses_a_parent_that_is_not_a_canonical_reference(
             )
 
 
+def test_a_role_that_may_only_read_gets_the_marker_key_a_writer_made(
+    store_url: str, store: PostgresStore, pg_cluster: PgCluster
+) -> None:
+    key = store.marker_key()
+    dbname = _dbname(store_url)
+    role = f"reader_{dbname}"[:63]
+    with pg_cluster.connect(dbname) as conn:  # type: ignore[attr-defined]
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA cargohold TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA cargohold TO "{role}"')
+    reader = PostgresStore(store_url.replace("postgres@", f"{role}@", 1))
+    try:
+        assert reader.marker_key() == key  # read, never inserted: the role may not write
+    finally:
+        reader.close()
+
+
 def test_a_schema_newer_than_this_cargohold_is_refused_and_not_downgraded(
     store_url: str,
     pg_cluster: PgCluster,

@@ -283,6 +283,7 @@ _SQL_TEMPLATES = {
     " classification = excluded.classification, task = excluded.task,"
     " worker = excluded.worker, agent = excluded.agent, parent = excluded.parent",
     "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
+    "read_marker_key": "SELECT key FROM {s}.marker_key WHERE id = 1",
     # Insert-if-absent then read, in one statement: the first writer's key wins for everyone.
     "marker_key": "WITH made AS (INSERT INTO {s}.marker_key (id, key) VALUES (1, %(key)s)"
     " ON CONFLICT (id) DO NOTHING RETURNING key)"
@@ -1219,6 +1220,9 @@ class PostgresStore:
             def op(conn: _Conn) -> bytes:
                 # A first host committing its key while this statement ran: its snapshot sees
                 # neither its own insert (it did nothing) nor the other's row; the next does.
+                row = conn.execute(self._sql.read_marker_key).fetchone()
+                if row is not None:  # the usual case; a role that may only read needs no more
+                    return bytes(row[0])
                 for _ in range(3):
                     row = conn.execute(self._sql.marker_key, {"key": new_key()}).fetchone()
                     if row is not None:
