@@ -895,9 +895,9 @@ def test_grep_gives_the_same_answer_without_the_private_re2_names(
     ref = scoped.put(body).ref
     fast = Rehydrator(scoped).grep(ref, pattern, max_matches=7, budget=400)
 
-    import cargohold._rehydrate
+    import cargohold._grep
 
-    monkeypatch.setattr(cargohold._rehydrate, "_RE2_PRIVATE", False)  # as without those names
+    monkeypatch.setattr(cargohold._grep, "_RE2_PRIVATE", False)  # as without those names
     slow = Rehydrator(scoped).grep(ref, pattern, max_matches=7, budget=400)
 
     assert fast.outcome is RehydrateOutcome.RESOLVED

@@ -43,7 +43,7 @@ from typing import Any, Final, NoReturn
 import jsonpatch
 import jsonpointer
 
-from cargohold._rehydrate import line_offset
+from cargohold._text import line_offset
 
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 CONFLICT: Final = "conflict"
