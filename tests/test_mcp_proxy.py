@@ -28,7 +28,7 @@ from mcp_types import (  # noqa: E402
     ToolListChangedNotification,
 )
 
-from cargohold._tools import SPECS  # noqa: E402
+from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import (  # noqa: E402
     HEAVY_SERVER,
     MARKER,

@@ -25,7 +25,7 @@ require("mcp", "mcp")
 
 from mcp_types import CallToolResult, TextContent  # noqa: E402 - after the extra's check
 
-from cargohold._tools import SPECS  # noqa: E402
+from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import (  # noqa: E402
     HEAVY_SERVER,
     Connected,

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError  # noqa: E402 - after the extra's che
 from mcp_types import TextResourceContents  # noqa: E402
 
 import cargohold  # noqa: E402
-from cargohold._tools import SPECS  # noqa: E402
+from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import Connected, child_env, cli, connect, stdio  # noqa: E402
 
 SCOPE = {"tenant": "acme", "user": "ana", "session": "reads"}

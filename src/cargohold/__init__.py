@@ -72,7 +72,8 @@ if _typing.TYPE_CHECKING:
     from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
     from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
     from cargohold._tokens import estimate_tokens
-    from cargohold._tools import ReadToolset, ToolAnswer, ToolSpec
+    from cargohold._tools import ReadToolset, ToolAnswer
+    from cargohold._toolspecs import ToolSpec
     from cargohold.guard import (
         ContextLeakError,
         ContextWindowExceededError,
@@ -179,7 +180,7 @@ _EXPORTS: dict[str, str] = {
     "StoreUnavailableError": "cargohold._errors",
     "Stub": "cargohold._stub",
     "ToolAnswer": "cargohold._tools",
-    "ToolSpec": "cargohold._tools",
+    "ToolSpec": "cargohold._toolspecs",
     "StubInfo": "cargohold._stub",
     "Usage": "cargohold._records",
     "UsageError": "cargohold._errors",

@@ -66,7 +66,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 from cargohold._events import OffloadOutcome
 from cargohold._hold import Hold
 from cargohold._offload import OffloadResult
-from cargohold._tools import SPECS, ToolAnswer, ToolSpec
+from cargohold._tools import ToolAnswer
+from cargohold._toolspecs import SPECS, ToolSpec
 
 __all__ = ["CargoholdMiddleware", "read_tools", "run_hold"]
 

@@ -3,7 +3,7 @@
 The proxy is a server to its client and a client to its upstream server (a command it starts
 over stdio, or a streamable HTTP URL). It forwards tools, resources, prompts, completions,
 subscriptions, logging, list-changed and resource-updated notifications, progress and
-cancellation; it adds the read tools of :data:`cargohold._tools.SPECS` and answers
+cancellation; it adds the read tools of :data:`cargohold._toolspecs.SPECS` and answers
 ``resources/read`` of ``artifact://`` itself. On every tool result it offloads each heavy part
 (:func:`cargohold.mcp.offload_result`) before the client sees it, and in ``tools/list`` it widens
 (or drops) each output schema a stub would violate. Tools named in ``ref_arguments`` get their

@@ -1,6 +1,6 @@
 """The read tools and ``artifact://`` resources, as MCP serves them.
 
-Every tool of :data:`cargohold._tools.SPECS` is served, so a read tool added there appears in
+Every tool of :data:`cargohold._toolspecs.SPECS` is served, so a read tool added there appears in
 ``cargohold mcp`` and in every proxy without a change here. An answer carries the tool's text
 (a recovered segment, or what to fix) and its structured part (outcome, exact byte span, size,
 SHA-256 of the returned bytes); it is bounded by the caller's budget (1 MiB at most) and is
@@ -26,7 +26,7 @@ from mcp_types import (
 from cargohold._errors import InvalidReferenceError, StoreError
 from cargohold._records import MAX_READ_BYTES, ReadOutcome
 from cargohold._ref import PREFIX, Ref
-from cargohold._tools import SPECS
+from cargohold._toolspecs import SPECS
 from cargohold.mcp._content import STUB_KEY
 from cargohold.mcp._errors import RESOURCE_NOT_FOUND
 

@@ -4,7 +4,7 @@ For a client that already holds references (from a proxy, from ``cargohold offlo
 agent's own stubs) and needs the exact bytes back: ``artifact_info``, ``artifact_read``,
 ``artifact_read_lines``, ``artifact_grep``, ``artifact_query``, and ``artifact_patch``, which
 derives a changed artifact without the body entering the context (every tool of
-:data:`cargohold._tools.SPECS`), and ``resources/read`` of ``artifact://sha256/<hex>``.
+:data:`cargohold._toolspecs.SPECS`), and ``resources/read`` of ``artifact://sha256/<hex>``.
 """
 
 from __future__ import annotations

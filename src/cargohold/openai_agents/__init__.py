@@ -82,7 +82,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 from pydantic import BaseModel, ValidationError
 
 from cargohold._hold import Hold
-from cargohold._tools import SPECS
+from cargohold._toolspecs import SPECS
 from cargohold.openai_agents._responses import ToolOutputs, offload_items
 
 PrepareFilter = Callable[[CallModelData[Any]], "ModelInputData | Awaitable[ModelInputData]"]
