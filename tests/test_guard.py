@@ -910,3 +910,29 @@ def test_a_leak_event_names_the_kind_of_content_that_leaked(
         Guard(reporter=rep).check(request_, format="openai-chat")
     assert sink.events[0].content_kind is ContentKind(kind)
     assert sink.events[0].limit_tokens is None
+
+
+def test_check_request_given_no_guard_arguments_reads_the_configuration_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import cargohold._config
+    from cargohold.guard import _guard
+
+    real = cargohold._config.load_settings
+    calls: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cargohold._config, "load_settings", counted)
+    _guard._default_guard.cache_clear()
+    try:
+        for _ in range(3):
+            check_request(chat({"role": "user", "content": "hi"}), format="openai-chat")
+        with pytest.raises(ContextLeakError):
+            check_request(chat({"role": "user", "content": raw()}), format="openai-chat")
+        check_request(chat({"role": "user", "content": "hi"}), format="openai-chat", margin=10)
+    finally:
+        _guard._default_guard.cache_clear()
+    assert len(calls) == 2  # the reused default guard once, the guard given a margin once

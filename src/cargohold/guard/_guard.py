@@ -19,6 +19,7 @@ settle it. The guard never truncates and never modifies the request.
 from __future__ import annotations
 
 import enum
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -481,14 +482,29 @@ def check_request(
     strict_window: bool = False,
     key: bytes | Callable[[], bytes] | None = None,
 ) -> GuardReport:
-    """:meth:`Guard.check` with a guard made for this one call."""
-    guard = Guard(
-        threshold=threshold,
-        tool_thresholds=tool_thresholds,
-        margin=margin,
-        windows=windows,
-        reporter=reporter,
-        strict_window=strict_window,
-        key=key,
-    )
+    """:meth:`Guard.check` with a guard made for this one call.
+
+    Called with none of the guard's arguments, it reuses one guard made from the configuration at
+    the first such call (reading the configuration costs more than checking a 2 MiB request);
+    give any argument, or keep a :class:`Guard`, to control that.
+    """
+    defaults = (threshold, tool_thresholds, margin, windows, reporter, key) == (None,) * 6
+    if defaults and not strict_window:
+        guard = _default_guard()
+    else:
+        guard = Guard(
+            threshold=threshold,
+            tool_thresholds=tool_thresholds,
+            margin=margin,
+            windows=windows,
+            reporter=reporter,
+            strict_window=strict_window,
+            key=key,
+        )
     return guard.check(request, format=format, model=model)
+
+
+@functools.cache
+def _default_guard() -> Guard:
+    """The guard :func:`check_request` reuses when given no argument of its own."""
+    return Guard()
