@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,7 +36,13 @@ from cargohold._events import (
     record,
 )
 from cargohold._marks import check_key
-from cargohold._tokens import IMAGE_TOKENS, Family, count_tokens, estimate_tokens
+from cargohold._tokens import (
+    BYTES_PER_TOKEN,
+    IMAGE_TOKENS,
+    Family,
+    count_tokens,
+    estimate_tokens,
+)
 from cargohold.guard._errors import (
     ContextLeakError,
     ContextWindowExceededError,
@@ -298,10 +305,13 @@ class Guard:
         """
         fmt = _format(format)
         walk = _WALKERS[fmt]
-        if fmt is not RequestFormat.LANGCHAIN and not isinstance(request, Mapping):
-            raise UsageError(f"an {fmt.value} request is a mapping of the create call's arguments")
-        if isinstance(request, Iterator):
-            raise UsageError("a request is a list of messages, not a one-shot iterator")
+        if type(request) is not dict:  # a plain dict is the usual request: no ABC checks
+            if fmt is not RequestFormat.LANGCHAIN and not isinstance(request, Mapping):
+                raise UsageError(
+                    f"an {fmt.value} request is a mapping of the create call's arguments"
+                )
+            if isinstance(request, Iterator):
+                raise UsageError("a request is a list of messages, not a one-shot iterator")
         walker = Walker(
             self._threshold,
             root=request,
@@ -451,19 +461,28 @@ def _configured_key() -> bytes | None:
         store.close()
 
 
+_FORMATS: dict[object, RequestFormat] = {member.value: member for member in RequestFormat}
+"""A format's name (or the member itself: a ``StrEnum`` hashes as its value) -> the member."""
+
+
 def _format(value: RequestFormat | str) -> RequestFormat:
     try:
-        return RequestFormat(value)
-    except ValueError:
+        return _FORMATS[value]
+    except (KeyError, TypeError):  # TypeError: an unhashable value
         names = ", ".join(f.value for f in RequestFormat)
         raise UsageError(f"format must be one of: {names}") from None
 
 
+_PROSE, _JSON, _BASE64 = (BYTES_PER_TOKEN[f] for f in (Family.PROSE, Family.JSON, Family.BASE64))
+
+
 def _estimate(walker: Walker) -> int:
+    """:func:`estimate_tokens` of each family's bytes, inline (it runs on every check)."""
+    text, json, b64 = walker.text_bytes, walker.json_bytes, walker.b64_bytes
     return (
-        estimate_tokens(walker.text_bytes, Family.PROSE)
-        + estimate_tokens(walker.json_bytes, Family.JSON)
-        + estimate_tokens(walker.b64_bytes, Family.BASE64)
+        (math.ceil(text / _PROSE) if text > 0 else 0)
+        + (math.ceil(json / _JSON) if json > 0 else 0)
+        + (math.ceil(b64 / _BASE64) if b64 > 0 else 0)
         + walker.images * IMAGE_TOKENS
         + walker.messages * MESSAGE_TOKENS
     )

@@ -295,9 +295,10 @@ class Walker:
     ) -> None:
         self.threshold = threshold
         self.base = threshold
-        self.tool_thresholds = dict(tool_thresholds or {})
+        # Read only, never changed: the guard's own validated table is used as it is.
+        self.tool_thresholds: Mapping[str, int] = tool_thresholds or {}
         # What the fast paths compare with: below every threshold that may apply.
-        self.floor = min([threshold, *self.tool_thresholds.values()])
+        self.floor = min(threshold, *tool_thresholds.values()) if tool_thresholds else threshold
         self.key_source = key
         self.keyed: tuple[bytes | None] | None = None
         self.collect = collect
@@ -575,18 +576,44 @@ class Walker:
 # -- OpenAI Chat Completions ------------------------------------------------------------------
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+_OTHER_KEYS = frozenset(
+    {"tools", "functions", "tool_choice", "response_format", "text", "system", "instructions"}
+)
+"""Top-level keys :meth:`Walker.other` gives a meaning of their own (JSON, a system prompt)."""
 
 
 def walk_openai_chat(walker: Walker, request: Mapping[str, Any]) -> None:
     """``{"model", "messages": [...], "tools": [...], ...}`` of ``chat.completions.create``."""
+    floor = walker.floor
     for key, value in request.items():
-        if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
+        if key == "messages" and (
+            type(value) is list or (isinstance(value, Sequence) and not isinstance(value, str))
+        ):
             _chat_messages(walker, value, (None, "messages"))
+        elif type(key) is not str or len(key) > _KEY_MAX or key in _OTHER_KEYS:
+            walker.other(key, value)
+        elif (
+            type(value) is str
+            and value.isascii()
+            and len(value) <= _DATA_URL_MIN
+            and len(value) < floor
+        ):
+            walker.text_bytes += len(value)  # the model's name and such: a short string
+            if walker.collect is not None:
+                walker.collect.append(value)
+        elif value is None or type(value) in (int, float, bool):
+            continue  # a number or a flag: nothing to measure
         else:
             walker.other(key, value)
 
 
 def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    if walker.collect is not None:  # the counting pass: the general path, collecting texts
+        walker.messages += len(messages)
+        for index, message in enumerate(messages):
+            _chat_other(walker, message, index, base)
+        walker.index, walker.tool = None, None
+        return
     try:
         _chat_loop(walker, messages, base)
     except TypeError as exc:  # len() of a key that is not a string (see _chat_loop)
@@ -597,14 +624,18 @@ def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
 
 
 def _chat_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
-    # The hot path of the benchmark: plain string leaves are measured inline into a local
-    # tally; anything else (a heavy or data-URL string, a long key, parts, tool calls) goes to a
-    # helper. A key is checked by its len() alone, the cheapest test there is: a key that is
-    # not a string (no chat message has one) raises TypeError, made a UsageError by the caller.
-    # The floor: a tool result under its own (lower) threshold must reach the helper.
+    # The hot path of the benchmark, in one function (after a 2 MiB dump has evicted the
+    # caches, every other function it would call costs a cache miss): plain string leaves are
+    # measured into local tallies, the usual tool call {id, type, function: {name, arguments}}
+    # too; anything else (a heavy or data-URL string, a long key, parts, an unusual call) goes
+    # to the general path, _chat_value. A key is checked by its len() alone, the cheapest test
+    # there is: a key that is not a string (no chat message has one) raises TypeError, made a
+    # UsageError by the caller. The floor: a tool result under its own (lower) threshold must
+    # reach the general path. The counting pass (collect) never comes here.
     threshold = walker.floor
-    collect = walker.collect
+    calls = walker.calls
     text_bytes = 0
+    json_bytes = 0
     walker.messages += len(messages)
     for index, message in enumerate(messages):
         if type(message) is not dict:
@@ -612,7 +643,10 @@ def _chat_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
             continue
         for key, value in message.items():
             if type(value) is str:
-                size = len(value) if value.isascii() else _utf8(value)
+                if value.isascii():
+                    size = len(value)
+                else:
+                    size = len(value.encode("utf-8", "surrogatepass"))
                 if (
                     size < threshold
                     # value[0] first: one index is cheaper than a startswith call
@@ -620,42 +654,42 @@ def _chat_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
                     and len(key) <= _KEY_MAX  # a long key is content: measured by the helper
                 ):
                     text_bytes += size
-                    if collect is not None:
-                        collect.append(value)
                     continue
-            elif value is None and len(key) <= _KEY_MAX:
-                continue
+            elif value is None:
+                if len(key) <= _KEY_MAX:
+                    continue
             elif key == "tool_calls" and type(value) is list:
-                # The usual shape {id, type, function: {name, arguments}} with short strings
-                # (at most a quarter of the threshold in characters, so under it in bytes).
                 for position, call in enumerate(value):
+                    # Exactly {id, type, function: {name, arguments}}, short ASCII strings (at
+                    # most a quarter of the threshold in characters, so under it in bytes).
                     if type(call) is dict and len(call) == 3:
-                        function, call_id, kind = (
-                            call.get("function"),
-                            call.get("id"),
-                            call.get("type"),
-                        )
-                        if type(function) is dict and len(function) == 2:
-                            name, arguments = function.get("name"), function.get("arguments")
-                            if (
-                                type(call_id) is str
-                                and type(kind) is str
-                                and type(name) is str
-                                and type(arguments) is str
-                                and (len(call_id) + len(kind) + len(name) + len(arguments)) * 4
-                                < threshold
-                            ):
-                                walker.calls[call_id] = name  # validated when a finding names it
-                                text_bytes += len(call_id) + len(kind) + len(name)
-                                walker.json_bytes += len(arguments)
-                                if collect is not None:
-                                    collect.extend((call_id, kind, name, arguments))
-                                continue
+                        try:
+                            function, call_id, kind = call["function"], call["id"], call["type"]
+                            if type(function) is dict and len(function) == 2:
+                                name, arguments = function["name"], function["arguments"]
+                            else:
+                                name = arguments = None
+                        except KeyError:
+                            name = arguments = None
+                        if (
+                            type(arguments) is str
+                            and type(name) is str
+                            and type(call_id) is str
+                            and type(kind) is str
+                            and arguments.isascii()
+                            and (len(call_id) + len(kind) + len(name) + len(arguments)) * 4
+                            < threshold
+                        ):
+                            calls[call_id] = name  # validated when a finding names it
+                            text_bytes += len(call_id) + len(kind) + len(name)
+                            json_bytes += len(arguments)
+                            continue
                     walker.index, walker.tool, walker.where = index, None, "text"
                     _chat_tool_call(walker, call, (((base, index), key), position))
                 continue
             _chat_value(walker, message, index, (base, index), key, value)
     walker.text_bytes += text_bytes
+    walker.json_bytes += json_bytes
     walker.index, walker.tool = None, None
 
 

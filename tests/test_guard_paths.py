@@ -1,0 +1,154 @@
+"""The chat walk's fast path measures and finds exactly what its general path does.
+
+``_chat_loop`` handles the usual message shapes inline for speed (plain strings, the usual tool
+call) and hands everything else to the general path; the counting pass (a walker that collects
+texts for the real tokenizer) walks every message the general way. Generated requests, with a
+small threshold so sizes cross it often, must come out the same both ways: every tally, every
+tool call remembered, every finding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cargohold._tokens import count_tokens
+from cargohold.guard import Guard
+from cargohold.guard._guard import MESSAGE_TOKENS
+from cargohold.guard._walk import Walker, walk_openai_chat
+
+THRESHOLD = 600
+TOOL_THRESHOLDS = {"low_tool": 300, "high_tool": 2_000}
+
+_ALPHABETS = (
+    st.characters(min_codepoint=32, max_codepoint=126),
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=("Cs",)),
+)
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    """Short or long, ASCII or not, now and then a data URL (which counts as base64)."""
+    alphabet = draw(st.sampled_from(_ALPHABETS))
+    size = draw(st.sampled_from((0, 5, 150, 250, 257, 299, 300, 599, 600, 700, 2_100)))
+    seed = draw(st.text(alphabet, min_size=1, max_size=8))
+    text = (seed * (size // len(seed) + 1))[:size]
+    if draw(st.integers(0, 5)) == 0:
+        text = "data:image/png;base64," + text
+    return text
+
+
+keys = st.sampled_from(("content", "name", "tool_call_id", "refusal", "k" * 50))
+
+calls = st.one_of(
+    st.fixed_dictionaries(  # the usual shape, the fast path's
+        {
+            "id": st.sampled_from(("call_1", "call_2", "call_3")),
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(("low_tool", "high_tool", "other_tool", "bad name!")),
+                    "arguments": texts(),
+                }
+            ),
+        }
+    ),
+    st.fixed_dictionaries(  # an extra key, a function that is not a mapping, a missing id
+        {"id": st.just("call_9"), "type": st.just("function"), "function": texts()},
+        optional={"extra": texts()},
+    ),
+    texts(),
+)
+
+parts = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"type": st.just("text"), "text": texts()}),
+        st.fixed_dictionaries(
+            {"type": st.just("image_url"), "image_url": st.fixed_dictionaries({"url": texts()})}
+        ),
+    ),
+    max_size=4,
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> dict[str, Any]:
+    role = draw(st.sampled_from(("user", "assistant", "tool", "system", "developer", "function")))
+    message: dict[str, Any] = {"role": role}
+    if role == "tool":
+        message["tool_call_id"] = draw(st.sampled_from(("call_1", "call_2", "call_9", "nope")))
+    if role == "assistant" and draw(st.booleans()):
+        message["tool_calls"] = draw(st.lists(calls, min_size=1, max_size=3))
+    for key in draw(st.lists(keys, max_size=3, unique=True)):
+        message[key] = draw(st.one_of(texts(), st.none(), parts, st.integers()))
+    return message
+
+
+def _measured(walker: Walker) -> tuple[Any, ...]:
+    return (
+        walker.text_bytes,
+        walker.json_bytes,
+        walker.b64_bytes,
+        walker.image_bytes,
+        walker.payload_bytes,
+        walker.images,
+        walker.messages,
+        walker.calls,
+        walker.findings,
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chat=st.lists(messages(), max_size=8), model=texts())
+def test_fast_path_measures_and_finds_what_the_general_path_does(
+    chat: list[dict[str, Any]], model: str
+) -> None:
+    request = {"model": model, "messages": chat, "temperature": 0.5, "stream": False}
+    fast = Walker(THRESHOLD, root=request, tool_thresholds=TOOL_THRESHOLDS)
+    general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
+    walk_openai_chat(fast, request)
+    walk_openai_chat(general, request)
+    assert _measured(fast) == _measured(general)
+
+
+def test_counted_tokens_are_the_texts_the_fast_pass_measured() -> None:
+    # Within the estimate's band, the real tokenizer counts what the counting pass collected:
+    # every string the fast pass measured (roles, texts, the call's id, type, name and
+    # arguments, the model's name), plus the framing of each message.
+    arguments = '{"q": "' + "x " * 400 + '"}'
+    chat = [
+        {"role": "user", "content": "word " * 1_500},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "result line\n" * 300},
+    ]
+    guard = Guard(threshold=32_768, tool_thresholds={}, margin=0, windows={"tiny": 4_000}, key=None)
+    report = guard.check({"model": "tiny", "messages": chat}, format="openai-chat")
+    assert report.decided_by == "tokenizer"
+    measured = [
+        "tiny",
+        "user",
+        "word " * 1_500,
+        "assistant",
+        "call_1",
+        "function",
+        "lookup",
+        arguments,
+        "tool",
+        "call_1",
+        "result line\n" * 300,
+    ]
+    counts = [count_tokens(text) for text in measured]
+    assert None not in counts
+    assert report.counted_tokens == sum(c for c in counts if c is not None) + 3 * MESSAGE_TOKENS
