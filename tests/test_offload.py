@@ -202,6 +202,39 @@ def test_an_offloaded_result_is_replaced_by_its_stub_and_its_exact_bytes_are_sto
     assert sink.events == [result.event]
 
 
+def test_render_false_stores_the_exact_bytes_under_the_same_rules_and_makes_no_stub(
+    scoped: ScopedStore,
+) -> None:
+    offloader, sink = _reported(scoped, threshold=4 * KiB)
+    value = _log_text(40 * KiB)
+    leaking = value + "\nexport AWS_ACCESS_KEY_ID=AKIAZ7Q4B2N8X5C1V3M6\n"
+
+    kept = offloader.offload(value, tool="tail_log", render=False)
+    again = offloader.offload(value, tool="tail_log")  # the same bytes, rendered this time
+    refused = offloader.offload(leaking, tool="tail_log", render=False)
+    small = offloader.offload("ok", tool="tail_log", render=False)
+
+    assert kept.ref is not None
+    assert (kept.outcome, kept.stub, kept.content) == (
+        OffloadOutcome.OFFLOADED,
+        None,
+        str(kept.ref),
+    )
+    assert scoped.read(kept.ref).raise_for_outcome() == value.encode()
+    assert (kept.event.context_bytes, kept.event.estimated_tokens) == (0, 0)
+    assert kept.event.observed_bytes == len(value.encode())
+    assert again.outcome is OffloadOutcome.EXISTING_REFERENCE
+    assert again.ref == kept.ref
+    assert again.stub is not None
+    # The rules are the offloader's: a credential is still refused, a small value stays inline.
+    assert (refused.outcome, refused.reason) == (
+        OffloadOutcome.REJECTED,
+        Reason.CREDENTIAL_DETECTED,
+    )
+    assert (small.outcome, small.content) == (OffloadOutcome.INLINE, "ok")
+    assert sink.events == [kept.event, again.event, refused.event, small.event]
+
+
 def test_identical_content_reuses_the_reference_and_is_written_once() -> None:
     recording = RecordingStore(MemoryStore())
     scoped = ScopedStore(recording, OWNER)

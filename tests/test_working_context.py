@@ -249,6 +249,28 @@ def test_an_output_holding_a_credential_or_a_refused_sensitivity_is_degraded_nev
         assert BUILD_MARK not in repr(event.as_dict())
 
 
+@pytest.mark.parametrize("budget", ["light", "balanced", "max"])
+def test_a_masked_credential_never_reaches_the_projection_nor_a_restored_one(
+    monkeypatch: pytest.MonkeyPatch, budget: str
+) -> None:
+    # The worker's tool masks credentials: its exact bytes are stored (they are evidence), but
+    # the primary's model sees a preview made from a masked copy, at submit and when projected
+    # again from the stored bytes.
+    monkeypatch.setenv("CARGOHOLD_SECRETS_POLICY", "builder=mask")
+    key = "AKIA" + "Z7Q4B2N8X5C1V3M6"  # an AWS access key id shape
+    leaking = f"export AWS_ACCESS_KEY_ID={key}\n" + build_log(50)
+    with open_hold() as hold:
+        context = WorkingContext(hold, budget=budget)
+        result = context.submit(leaking, worker="builder", status="failed")
+        assert result.status is WorkerStatus.FAILED
+        assert _read_whole(hold, result) == leaking.encode()  # the evidence is exact
+        shown = [context.project(result, budget=b) for b in ("light", "balanced", "max")]
+        restored = WorkingContext.restore(hold, context.checkpoint())
+        shown.append(restored.project(restored.results[0]))
+    assert all(key not in text for text in shown)
+    assert "[masked" in shown[0]
+
+
 def test_an_output_over_the_artifact_limit_is_degraded_not_inlined() -> None:
     store = MemoryStore(limits=Limits(max_artifact_bytes=64 * KiB))
     with open_hold(store) as hold:

@@ -74,7 +74,8 @@ class OffloadResult:
             binary result), the stub, the withheld-notice, or the recovered segment unchanged.
             Never shown in the ``repr``.
         ref: The reference, for ``offloaded``, ``existing_reference`` and ``bypass``.
-        stub: The rendered stub, for ``offloaded`` and ``existing_reference``.
+        stub: The rendered stub, for ``offloaded`` and ``existing_reference`` (none when the
+            caller asked for none: ``render=False``).
         event: The decision's event: the very instance the reporter received.
     """
 
@@ -105,13 +106,21 @@ def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, boo
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
         textual = looks_textual(raw)
-        default = "text/plain; charset=utf-8" if textual else "application/octet-stream"
-        return raw, media_type or default, textual
+        return raw, media_type or _bytes_media_type(textual), textual
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UsageError("a tool result must be text, bytes or JSON-serializable data") from exc
     return text.encode("utf-8", "surrogatepass"), media_type or "application/json", True
+
+
+def _bytes_media_type(textual: bool) -> str:
+    return "text/plain; charset=utf-8" if textual else "application/octet-stream"
+
+
+def media_type_of(data: bytes, media_type: str | None = None) -> str:
+    """The normalized media type :meth:`Offloader.offload` stores ``data`` (bytes) under."""
+    return normalize_media_type(media_type or _bytes_media_type(looks_textual(data)))
 
 
 class Offloader:
@@ -223,6 +232,7 @@ class Offloader:
         complete: bool = True,
         failed: bool = False,
         budget: Budget | str | None = None,
+        render: bool = True,
     ) -> OffloadResult:
         """Decide what of ``value`` enters the conversation.
 
@@ -235,6 +245,11 @@ class Offloader:
             complete: ``False`` when the tool truncated its own output.
             failed: The call failed or was cancelled: its preview is never ``compressible``.
             budget: This stub's budget, instead of the offloader's default.
+            render: ``False`` to store (or withhold) under the same rules but make no stub,
+                for a caller that renders its own view of the stored bytes (the working
+                context): an offloaded result's ``stub`` is then ``None``, its content the bare
+                reference, and its event counts no context bytes. That caller must mask the
+                credentials a ``mask`` policy let through (:func:`cargohold.mask_secrets`).
 
         Raises:
             UsageError: a value that is not text, bytes or JSON-serializable; a bad media type;
@@ -296,6 +311,18 @@ class Offloader:
             )
         except (RejectedError, StoreError) as exc:
             return self._withheld(exc, size, limit, media, tool, family)
+        outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
+        if put.existing:
+            reason = Reason.IDENTICAL_CONTENT
+        elif findings:
+            reason = Reason.CREDENTIAL_MASKED
+        else:
+            reason = Reason.AT_OR_ABOVE_THRESHOLD
+        if not render:
+            event = self._event(
+                outcome, reason, size, limit, str(put.ref), tool, context_bytes=0, tokens=0
+            )
+            return OffloadResult(outcome, reason, str(put.ref), put.ref, None, event)
         # Only now, with the exact bytes durable, is a projection made; of a masked copy when the
         # bytes hold credentials (same length and lines, so the stub's facts stay those of the
         # real bytes, whose digest the reference remains).
@@ -311,13 +338,6 @@ class Offloader:
                 read_tools=self._read_tools,
                 key=key,
             )
-        outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
-        if put.existing:
-            reason = Reason.IDENTICAL_CONTENT
-        elif findings:
-            reason = Reason.CREDENTIAL_MASKED
-        else:
-            reason = Reason.AT_OR_ABOVE_THRESHOLD
         event = self._event(
             outcome,
             reason,

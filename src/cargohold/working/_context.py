@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from cargohold._errors import StoreError, StoreUnavailableError, UsageError
 from cargohold._events import OffloadOutcome, Reason
-from cargohold._offload import Offloader
+from cargohold._offload import Offloader, media_type_of
 from cargohold._records import ReadOutcome, Sensitivity
 from cargohold._ref import Ref
+from cargohold._secrets import find_secrets, mask_secrets
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import Budget
@@ -65,6 +66,8 @@ BRIEF_OPEN = "[cargohold:working-context]"
 BRIEF_CLOSE = "[cargohold:end-working-context]"
 
 _TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
+_STORED = frozenset({OffloadOutcome.OFFLOADED, OffloadOutcome.EXISTING_REFERENCE})
+"""The offload outcomes that leave the exact output stored under a reference."""
 _REF_LINE_MAX = 320
 _ITEM_LINE_MAX = 240
 _SHOWN_RESERVE = 160  # the "not shown for room" line, whatever it holds
@@ -264,19 +267,19 @@ class WorkingContext:
             sensitivity=sensitivity,
             complete=complete,
             failed=claimed is not WorkerStatus.PASSED,
+            render=False,  # the context renders its own projection (step 4)
         )
         errors: list[WorkerError] = []
         degraded: str | None = None
         raw: ResultRef | None = None
-        if stored.stub is not None and stored.ref is not None:
-            stub = stored.stub
+        if stored.ref is not None and stored.outcome in _STORED:
             raw = ResultRef(
                 stored.ref,
                 EvidenceRole.RAW_OUTPUT,
                 association_id,
-                size=stub.size,
-                media_type=stub.media_type,
-                complete=stub.complete,
+                size=len(data),
+                media_type=media_type_of(data, media_type),
+                complete=complete,
             )
         elif stored.outcome in (OffloadOutcome.FAILED, OffloadOutcome.REJECTED):
             degraded = stored.reason.value
@@ -437,6 +440,9 @@ class WorkingContext:
                 f"the output is a recovered segment (class {ProjectionClass.BYPASS.value}): "
                 "never projected; read it by reference"
             ]
+        findings = find_secrets(data)
+        if findings:  # a tool whose policy masks: the exact bytes are stored, never shown
+            data = mask_secrets(data, findings)
         found: Detection = detect(data, media_type=media, failed=failed)
         made = make_preview(
             data,
