@@ -38,6 +38,8 @@ from cargohold import (
     OffloadResult,
     Reason,
     Ref,
+    RehydrateOutcome,
+    Rehydrator,
     Reporter,
     Scope,
     ScopedStore,
@@ -615,6 +617,60 @@ def test_with_the_mask_policy_the_exact_bytes_are_stored_and_the_stub_masks_them
     unmasked = render_stub(log.data, result.ref, media_type="text/plain", tool="tail_log")
     assert any(value in unmasked.text for value in log.values)
     _assert_nowhere(result, stream, caplog, log.values)
+
+
+def test_every_read_of_a_masked_artifact_masks_its_credentials_and_tools_get_the_exact_bytes(
+    scoped: ScopedStore,
+) -> None:
+    # The stub masks; so must every model-facing read of the same artifact (a read tool is the
+    # model's own call), including a range that starts or ends inside a credential, which a
+    # scan of the range alone could not recognise. A tool the reference is passed to gets the
+    # exact bytes: that is what the mask policy stores them for.
+    log = _secret_log(64 * KiB, seed=13)
+    offloader = Offloader(scoped, threshold=1000, secrets_policy={"tail_log": "mask"})
+    ref = offloader.offload(log.text, tool="tail_log").ref
+    assert ref is not None
+    reader = Rehydrator(scoped, default_budget=256 * KiB)
+    data = log.data
+    answers = [
+        reader.read(ref),
+        reader.read_lines(ref, 1),
+        reader.grep(ref, "ERROR"),
+        reader.grep(ref, "[A-Za-z0-9+/]{16}"),
+    ]
+    for value in log.values:
+        at = data.index(value.encode())
+        middle = at + len(value) // 2
+        answers += [
+            reader.read(ref, offset=middle, length=4 * KiB),  # starts inside the credential
+            reader.read(ref, offset=max(0, middle - 4 * KiB), length=4 * KiB),  # ends inside
+        ]
+    for answer in answers:
+        assert answer.outcome is RehydrateOutcome.RESOLVED
+        assert answer.segment is not None
+        _assert_shows_no_value(answer.segment, log.values)
+    assert "[masked:" in (answers[0].segment or "")
+    # The masked answer keeps the real bytes' length: spans and line numbers hold.
+    assert answers[0].answer_bytes == len(data)
+    assert reader.resolve_arguments({"log": str(ref)}) == {"log": log.text}
+
+
+def test_a_query_of_masked_json_masks_the_credentials_it_returns(scoped: ScopedStore) -> None:
+    fake = _fake("aws_pair", seed=4)
+    key_id, secret = fake.values
+    document = [{"user": f"u{i}", "note": "ok " * 40} for i in range(40)]
+    document[17] = {"user": "deploy", "AccessKeyId": key_id, "SecretAccessKey": secret}
+    offloader = Offloader(scoped, threshold=1000, secrets_policy={"sts": "mask"})
+    ref = offloader.offload(document, tool="sts").ref
+    assert ref is not None
+
+    answer = Rehydrator(scoped).query(ref, "[?user=='deploy']")
+
+    assert answer.outcome is RehydrateOutcome.RESOLVED
+    assert answer.segment is not None
+    assert "deploy" in answer.segment
+    assert "[masked" in answer.segment
+    _assert_shows_no_value(answer.segment, fake.values)
 
 
 def test_the_same_masked_result_again_reuses_its_reference_and_still_masks(

@@ -12,6 +12,7 @@ asks for it explicitly, up to 1 MiB per answer.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ from cargohold._events import (
 )
 from cargohold._facade import ScopedStore, as_ref
 from cargohold._grep import MatchingLines, compile_pattern, entries
-from cargohold._records import MAX_READ_BYTES, KiB, ReadOutcome, ReadResult
+from cargohold._records import MAX_READ_BYTES, KiB, ReadOutcome, ReadResult, Sensitivity
 from cargohold._ref import Ref, is_ref
+from cargohold._secrets import find_secrets, mask_secrets
 from cargohold._segment import render_segment
 from cargohold._text import line_offset, utf8_len
 from cargohold._tokens import estimate_tokens
@@ -217,12 +219,13 @@ class Rehydrator:
         )
 
     def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None]:
-        """Read and verify a whole body for line, grep and query answers (any size)."""
+        """Read and verify a whole body for line, grep and query answers (any size), its
+        credentials masked."""
         result = self._store.read(ref)
         if result.outcome is not ReadOutcome.RESOLVED:
             size = None if result.record is None else result.record.size
             return result, self._decide(ref, result.outcome, budget, size=size)
-        return result, None
+        return _masked(result), None
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -270,6 +273,18 @@ class Rehydrator:
             known = None if result.record is None else result.record.size
             return self._decide(ref, result.outcome, limit, size=known)
         size = result.record.size
+        if result.record.sensitivity is Sensitivity.RESTRICTED and len(result.data) < size:
+            # A masked tool's artifact: a credential may cross the range's edges, where a scan
+            # of the range alone would not know it. Mask by the whole body's findings.
+            whole, refused = self._whole(ref, limit)
+            if refused is not None or whole.data is None:
+                return refused or self._decide(ref, whole.outcome, limit, size=size)
+            result = dataclasses.replace(
+                result, data=whole.data[result.start : result.start + len(result.data)]
+            )
+        else:
+            result = _masked(result)
+        assert result.data is not None
         sliced = _text_slice(result.data, result.start)
         if sliced is not None:
             text, first, last = sliced
@@ -497,6 +512,18 @@ class Rehydrator:
 
     def _budget(self, budget: int | None) -> int:
         return self._default_budget if budget is None else _check_budget(budget)
+
+
+def _masked(result: ReadResult) -> ReadResult:
+    """``result`` with every credential in its bytes masked (same length and line breaks, so
+    spans and line numbers hold): what a read answers goes to a model. The exact bytes stay in
+    the store, for :meth:`Rehydrator.resolve_arguments` and ``cargohold cat``."""
+    if result.data is None:
+        return result
+    findings = find_secrets(result.data)
+    if not findings:
+        return result
+    return dataclasses.replace(result, data=mask_secrets(result.data, findings))
 
 
 def _too_deep() -> UsageError:
