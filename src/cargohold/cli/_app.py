@@ -90,7 +90,8 @@ class _Group(click.Group):
     metavar="URL",
     help="Store to use: memory://, a directory path, a file:// URL or a postgresql:// URL. "
     "Default: $CARGOHOLD_STORE, then the config file, then the embedded local store "
-    "in your cache directory.",
+    "in your cache directory. With PostgreSQL, large bodies go to the S3 bucket named by "
+    "$CARGOHOLD_BLOBS or the config's `blobs` (docs/scaling.md).",
 )
 @click.option("--tenant", help="Tenant of this scope (else $CARGOHOLD_TENANT, config, 'local').")
 @click.option("--user", help="User of this scope (else $CARGOHOLD_USER, config, your login name).")
