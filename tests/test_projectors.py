@@ -510,6 +510,13 @@ def test_diff_fixture_previews_account_for_every_changed_file_and_line(
     assert all(line.split()[0].encode() in changed for line in listed)
     more = re.search(r"\.\.\. ([\d,]+) more files", text)
     assert len(listed) + (int(more.group(1).replace(",", "")) if more else 0) == len(changed)
+    # Hunk headers: those shown and those counted account for every file, none dropped silently.
+    headed = re.findall(r"^  \S+:$", text, re.M)
+    untold = re.search(r"hunk headers of ([\d,]+) more files", text)
+    if untold:
+        assert len(headed) + int(untold.group(1).replace(",", "")) == len(changed)
+    else:
+        assert len(headed) == len(listed)
     if commits:
         assert f"git log -p: {commits:,} commits" in text
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1].decode().rstrip()

@@ -241,9 +241,16 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     with_headers = [f for f in files[:shown] if f.headers]
     if with_headers and out.add("hunk headers (first of each file, by churn):", reserve=reserve):
         per_file = 2 if out.room - reserve > 2500 else 1
-        for entry in with_headers:
+        for done, entry in enumerate(with_headers):
             block = [f"  {entry.path}:"] + [f"    {h}" for h in entry.headers[:per_file]]
-            if sum(len(b.encode()) + 1 for b in block) > out.room - reserve:
+            cost = sum(len(b.encode()) + 1 for b in block)
+            # What does not fit is counted, not dropped in silence: room is kept for the line
+            # that says so, unless this block is the last there is.
+            rest = len(files) - done
+            note = f"  ... hunk headers of {rest:,} more files; grep '^@@' to list them"
+            last = done == len(with_headers) - 1 and shown == len(files)
+            if cost + (0 if last else len(note.encode()) + 1) > out.room - reserve:
+                out.add(note, reserve=reserve)
                 break
             out.add_all(block, reserve=reserve)
     out.add_all(tail)
