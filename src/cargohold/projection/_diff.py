@@ -246,8 +246,8 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
             cost = sum(len(b.encode()) + 1 for b in block)
             # What does not fit is counted, not dropped in silence: room is kept for the line
             # that says so, unless this block is the last there is.
-            rest = len(files) - done
-            note = f"  ... hunk headers of {rest:,} more files; grep '^@@' to list them"
+            untold = len(files) - done
+            note = f"  ... hunk headers of {untold:,} more files; grep '^@@' to list them"
             last = done == len(with_headers) - 1 and shown == len(files)
             if cost + (0 if last else len(note.encode()) + 1) > out.room - reserve:
                 out.add(note, reserve=reserve)
