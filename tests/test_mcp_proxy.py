@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,6 +215,50 @@ def test_an_unknown_reference_argument_stops_the_call_before_the_upstream(
 
     assert answer.is_error
     assert "missing" in answer.content[0].text  # type: ignore[union-attr]
+
+
+def _stub_ref(text: str) -> str:
+    found = re.match(r"\[cargohold\] (artifact://sha256/[0-9a-f]{64})\n", text)
+    assert found is not None, text[:200]
+    return found.group(1)
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("fixture://log", heavy_server.log_text(heavy_server.LOG_RESOURCE_SIZE).encode()),
+        ("fixture://blob", heavy_server.blob(heavy_server.BLOB_RESOURCE_SIZE, b"BLOB")),
+    ],
+)
+def test_a_heavy_upstream_resource_is_read_as_its_stub_under_the_same_uri(
+    proxied: Connected, uri: str, expected: bytes
+) -> None:
+    read = proxied.run(proxied.client.read_resource, uri)
+
+    (contents,) = read.contents
+    assert isinstance(contents, TextResourceContents)
+    assert contents.uri == uri
+    assert len(contents.text.encode()) <= STUB_BUDGET
+    assert_exact(proxied, _stub_ref(contents.text), expected)
+
+
+def test_a_small_upstream_resource_passes_unchanged(proxied: Connected) -> None:
+    read = proxied.run(proxied.client.read_resource, "fixture://note")
+
+    (contents,) = read.contents
+    assert isinstance(contents, TextResourceContents)
+    assert contents.text == "a short note from the fixture"
+
+
+def test_a_heavy_upstream_prompt_carries_its_stub_in_the_same_message(proxied: Connected) -> None:
+    prompt = proxied.run(proxied.client.get_prompt, "review_log")
+
+    (message,) = prompt.messages
+    assert message.role == "user"
+    assert isinstance(message.content, TextContent)
+    assert len(message.content.text.encode()) <= STUB_BUDGET
+    expected = "Review this log:\n" + heavy_server.log_text(heavy_server.LOG_RESOURCE_SIZE)
+    assert_exact(proxied, _stub_ref(message.content.text), expected.encode())
 
 
 def test_resources_read_returns_an_artifact_whole_with_its_digest(proxied: Connected) -> None:

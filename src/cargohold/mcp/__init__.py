@@ -36,7 +36,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
     raise ConfigError("cargohold.mcp needs the MCP SDK: pip install 'cargohold[mcp]'") from exc
 
-from cargohold.mcp._content import STUB_KEY, ResultPolicy, offload_result, rewrite_output_schema
+from cargohold.mcp._content import (
+    STUB_KEY,
+    ResultPolicy,
+    offload_prompt,
+    offload_resource,
+    offload_result,
+    rewrite_output_schema,
+)
 from cargohold.mcp._decorator import offload_results
 from cargohold.mcp._errors import UpstreamError, UpstreamFailure
 from cargohold.mcp._proxy import Proxy, Upstream
@@ -53,6 +60,8 @@ __all__ = [
     "UpstreamFailure",
     "build_read_server",
     "call_read_tool",
+    "offload_prompt",
+    "offload_resource",
     "offload_result",
     "offload_results",
     "read_artifact",

@@ -37,7 +37,10 @@ from mcp_types import (
     CallToolResult,
     ContentBlock,
     EmbeddedResource,
+    GetPromptResult,
     ImageContent,
+    PromptMessage,
+    ReadResourceResult,
     ResourceLink,
     TextContent,
     TextResourceContents,
@@ -148,6 +151,54 @@ def offload_result(
         update["structured_content"] = replaced
         content.extend(extra)
     return result.model_copy(update=update)
+
+
+RESOURCES_TOOL: Final = "resources/read"
+"""The producer an upstream resource's offload is attributed to (its threshold, its events)."""
+PROMPTS_TOOL: Final = "prompts/get"
+"""The producer an upstream prompt's offload is attributed to."""
+
+
+def offload_resource(
+    hold: Hold, result: ReadResourceResult, *, policy: ResultPolicy | None = None
+) -> ReadResourceResult:
+    """An upstream ``resources/read`` answer with each heavy item kept out of context.
+
+    Judged as a tool result's embedded resources are (text by the heavy threshold, blobs by the
+    attachment disposition), attributed to :data:`RESOURCES_TOOL`. A replaced item keeps its
+    URI and becomes text: the stub (or the notice of what was refused), which names the
+    artifact; a resource's contents cannot hold a link. Synchronous, like
+    :func:`offload_result`.
+    """
+    policy = policy or ResultPolicy.from_settings(hold)
+    contents: list[TextResourceContents | BlobResourceContents] = []
+    for item in result.contents:
+        embedded = EmbeddedResource(resource=item)
+        kept = _block(hold, embedded, RESOURCES_TOOL, policy, False, None)
+        if len(kept) == 1 and kept[0] is embedded:  # below the threshold: as it came
+            contents.append(item)
+        else:
+            text = next(part.text for part in kept if isinstance(part, TextContent))
+            contents.append(TextResourceContents(uri=item.uri, mime_type="text/plain", text=text))
+    return result.model_copy(update={"contents": contents})
+
+
+def offload_prompt(
+    hold: Hold, result: GetPromptResult, *, policy: ResultPolicy | None = None
+) -> GetPromptResult:
+    """An upstream ``prompts/get`` answer with each heavy message content kept out of context
+    (as a tool result's parts are; attributed to :data:`PROMPTS_TOOL`). A replaced content
+    becomes the stub's text, in the same message. Synchronous, like :func:`offload_result`."""
+    policy = policy or ResultPolicy.from_settings(hold)
+    messages: list[PromptMessage] = []
+    for message in result.messages:
+        kept = _block(hold, message.content, PROMPTS_TOOL, policy, False, None)
+        if len(kept) == 1 and kept[0] is message.content:
+            messages.append(message)
+        else:
+            text = next(part.text for part in kept if isinstance(part, TextContent))
+            messages.append(message.model_copy(update={"content": TextContent(text=text)}))
+    return result.model_copy(update={"messages": messages})
 
 
 # -- the parts ----------------------------------------------------------------------------------

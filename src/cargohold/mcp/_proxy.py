@@ -5,8 +5,11 @@ over stdio, or a streamable HTTP URL). It forwards tools, resources, prompts, co
 subscriptions, logging, list-changed and resource-updated notifications, progress and
 cancellation; it adds the read tools of :data:`cargohold._toolspecs.SPECS` and answers
 ``resources/read`` of ``artifact://`` itself. On every tool result it offloads each heavy part
-(:func:`cargohold.mcp.offload_result`) before the client sees it, and in ``tools/list`` it widens
-(or drops) each output schema a stub would violate. Tools named in ``ref_arguments`` get their
+(:func:`cargohold.mcp.offload_result`) before the client sees it, and so on every upstream
+resource read and prompt (:func:`cargohold.mcp.offload_resource`,
+:func:`cargohold.mcp.offload_prompt`: a heavy item becomes its stub's text, under the same URI or
+in the same message); in ``tools/list`` it widens (or drops) each output schema a stub would
+violate. Tools named in ``ref_arguments`` get their
 ``artifact://`` arguments resolved to the exact bytes for that call.
 
 Failures of the upstream server are the proxy's to contain: a request that hangs past
@@ -76,7 +79,13 @@ from pydantic import ValidationError
 from cargohold import __version__
 from cargohold._errors import CargoholdError, UsageError
 from cargohold.mcp._arguments import Unresolved, resolve_arguments
-from cargohold.mcp._content import ResultPolicy, offload_result, rewrite_output_schema
+from cargohold.mcp._content import (
+    ResultPolicy,
+    offload_prompt,
+    offload_resource,
+    offload_result,
+    rewrite_output_schema,
+)
 from cargohold.mcp._errors import (
     CONNECTION_CLOSED,
     REQUEST_TIMEOUT,
@@ -548,7 +557,10 @@ class Proxy:
                 raise MCPError(code=RESOURCE_NOT_FOUND, message="no such resource")
             return await client.read_resource(params.uri, cache_mode="bypass")
 
-        return await _answer(self._forward(call))
+        result = await _answer(self._forward(call))
+        hold = self._scoping.hold_for(ctx)
+        offload = functools.partial(offload_resource, hold, result, policy=self._policy)
+        return await anyio.to_thread.run_sync(offload)
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
@@ -596,7 +608,10 @@ class Proxy:
         async def call(client: Client) -> GetPromptResult:
             return await client.get_prompt(params.name, params.arguments)
 
-        return await _answer(self._forward(call))
+        result = await _answer(self._forward(call))
+        hold = self._scoping.hold_for(ctx)
+        offload = functools.partial(offload_prompt, hold, result, policy=self._policy)
+        return await anyio.to_thread.run_sync(offload)
 
     async def _complete(
         self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams
