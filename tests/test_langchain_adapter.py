@@ -30,10 +30,12 @@ from langchain.tools import ToolRuntime  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     ToolMessage,
 )
+from langchain_core.outputs import ChatGenerationChunk  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langchain_core.tools import BaseTool, tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
@@ -66,6 +68,16 @@ class ScriptedModel(GenericFakeChatModel):
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         self.received.append(list(messages))
         return super()._generate(messages, *args, **kwargs)
+
+    def _stream(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        # The next reply as one chunk (the fake's own stream drops a reply with no text).
+        reply = self._generate(messages, *args, **kwargs).generations[0].message
+        calls = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        chunk = AIMessageChunk(content=reply.content, tool_call_chunks=calls)
+        yield ChatGenerationChunk(message=chunk)
 
 
 def scripted(*replies: AIMessage) -> ScriptedModel:
@@ -124,8 +136,26 @@ REF = ref_of(BODY)
 # -- the stub, then the exact slice --------------------------------------------------------------
 
 
+def _drive(agent: Any, request: dict[str, Any], config: Any, run: str) -> None:
+    """Run the agent to its end by ``invoke``, ``stream`` or ``astream`` (streamed runs call the
+    model and the tools through the same middleware)."""
+    if run == "invoke":
+        agent.invoke(request, config)
+    elif run == "stream":
+        for _ in agent.stream(request, config, stream_mode="updates"):
+            pass
+    else:
+
+        async def drain() -> None:
+            async for _ in agent.astream(request, config, stream_mode="messages"):
+                pass
+
+        asyncio.run(drain())
+
+
+@pytest.mark.parametrize("run", ["invoke", "stream", "astream"])
 def test_a_heavy_tool_result_reaches_the_model_as_a_stub_and_a_read_returns_the_exact_slice(
-    hold: cargohold.Hold,
+    hold: cargohold.Hold, run: str
 ) -> None:
     assert len(BODY) >= 1_000_000
     model = scripted(
@@ -135,7 +165,7 @@ def test_a_heavy_tool_result_reaches_the_model_as_a_stub_and_a_read_returns_the_
     )
     agent = create_agent(model, tools=[list_orders], middleware=[CargoholdMiddleware(hold)])
 
-    agent.invoke({"messages": [HumanMessage("refunds?")]}, thread("t-orders"))
+    _drive(agent, {"messages": [HumanMessage("refunds?")]}, thread(f"t-orders-{run}"), run)
 
     second, third = model.received[1], model.received[2]
     stub = second[-1]

@@ -165,6 +165,42 @@ def test_a_megabyte_result_reaches_the_model_as_a_stub_and_a_read_returns_the_ex
     assert _segment_content(segment).encode() == BODY[500_000:504_096]
 
 
+def _run_streamed(agent: Agent[Any], text: str, **kwargs: Any) -> Any:
+    async def drain() -> Any:
+        result = Runner.run_streamed(agent, text, **kwargs)
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    return asyncio.run(drain())
+
+
+def test_a_streamed_run_offloads_reads_and_guards_as_a_plain_run_does(
+    hold: cargohold.Hold, cargo: AgentsAdapter
+) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("list_orders", {}, call_id="orders-1")],
+            _read_step(offset=500_000, length=4096),
+            [function_call("raw_log", {}, call_id="log-1")],
+            [assistant_message("never")],
+        ]
+    )
+    tools = [*cargo.wrap_tools([list_orders]), raw_log, *cargo.read_tools()]
+    agent = Agent(name="analyst", model=model, tools=tools)
+
+    with pytest.raises(ContextLeakError):  # the unwrapped tool's raw log, before the 4th call
+        _run_streamed(agent, "Which orders were refunded?", run_config=_config(cargo))
+
+    assert len(model.calls) == 3
+    stub = _outputs(model.calls[1])[0]
+    assert stub.startswith(f"[cargohold] {_sha(BODY)}\n")
+    assert len(json.dumps(model.calls[1].input)) < 2 * STUB_BUDGET
+    segment = _outputs(model.calls[2])[1]
+    assert parse_segment(segment, key=hold.store.marker_key()) is not None
+    assert _segment_content(segment).encode() == BODY[500_000:504_096]
+
+
 def test_a_dict_is_stored_as_its_own_json_and_answers_a_query(
     hold: cargohold.Hold, cargo: AgentsAdapter
 ) -> None:
