@@ -12,7 +12,9 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import jsonschema
 import pytest
 
@@ -22,12 +24,18 @@ require("mcp", "mcp")
 
 from mcp.shared.exceptions import MCPError  # noqa: E402 - after the extra's check
 from mcp_types import (  # noqa: E402
+    ClientCapabilities,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     LoggingMessageNotification,
     ResourceLink,
     TextContent,
     TextResourceContents,
     ToolListChangedNotification,
 )
+from mcp_types.jsonrpc import ErrorData  # noqa: E402
 
 from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import (  # noqa: E402
@@ -353,3 +361,119 @@ def test_every_decision_is_an_event_and_no_event_holds_a_body_a_path_or_the_owne
     assert "served request" not in log
     assert str(workdir) not in log
     assert SESSION not in log
+
+
+# -- server-to-client requests: forwarded only when asked for --------------------------------
+
+
+def _forwarding_proxy(workdir: Path) -> list[str]:
+    return cli(
+        workdir / "store",
+        SESSION,
+        "proxy",
+        "--forward",
+        "elicitation",
+        "--forward",
+        "sampling",
+        "--",
+        sys.executable,
+        str(HEAVY_SERVER),
+    )
+
+
+def test_without_forward_the_upstream_sees_a_client_without_elicitation_or_sampling(
+    proxied: Connected,
+) -> None:
+    assert proxied.call("ask_name").content == [
+        TextContent(text="no elicitation: the client did not declare it")
+    ]
+    assert proxied.call("summarize").content == [
+        TextContent(text="no sampling: the client did not declare it")
+    ]
+
+
+def test_forwarded_elicitation_and_sampling_are_asked_of_the_client_whose_call_is_in_flight(
+    workdir: Path,
+) -> None:
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"name": "Ana"})
+
+    async def sample(context: Any, params: Any) -> CreateMessageResult:
+        (message,) = params.messages
+        asked.append(message.content.text)
+        return CreateMessageResult(
+            role="assistant", content=TextContent(text="all green"), model="fake-model"
+        )
+
+    target = stdio(_forwarding_proxy(workdir), child_env(workdir))
+    with connect(
+        target, mode="legacy", elicitation_callback=elicit, sampling_callback=sample
+    ) as client:
+        named = client.call("ask_name")
+        summary = client.call("summarize")
+
+    assert named.content == [TextContent(text="hello Ana")]
+    assert summary.content == [TextContent(text="model said: all green")]
+    assert asked == ["What name should the report carry?", "Summarize: all green"]
+
+
+def test_a_forwarded_request_the_client_did_not_declare_is_refused_to_the_upstream(
+    workdir: Path,
+) -> None:
+    target = stdio(_forwarding_proxy(workdir), child_env(workdir))
+    with connect(target, mode="legacy") as client:  # declares neither
+        named = client.call("ask_name")
+
+    (text,) = named.content
+    assert isinstance(text, TextContent)
+    assert text.text.startswith("elicitation failed:")
+    assert "does not support elicitation" in text.text
+
+
+class _Peer:
+    """A stand-in for a downstream request context: its HTTP session and its session."""
+
+    def __init__(self, session_id: str, declared: bool = True) -> None:
+        self.request = type("Request", (), {"headers": {"mcp-session-id": session_id}})()
+        self.request_id = 7
+        self.session = self
+        self.declared = declared
+        self.sent: list[Any] = []
+
+    def check_client_capability(self, capability: Any) -> bool:
+        return self.declared
+
+    async def send_request(self, request: Any, result_type: Any, **options: Any) -> Any:
+        self.sent.append((request, options["metadata"].related_request_id))
+        return ElicitResult(action="decline")
+
+
+def test_with_calls_of_several_http_clients_in_flight_no_client_is_asked() -> None:
+    from cargohold.mcp._proxy import _Asker
+
+    asker, ana, bob = _Asker(), _Peer("session-ana"), _Peer("session-bob")
+    request = ElicitRequest(
+        params=ElicitRequestFormParams(
+            message="name?",
+            requested_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+        )
+    )
+
+    async def ask() -> Any:
+        return await asker.ask(request, ElicitResult, ClientCapabilities(), "elicitation")
+
+    with asker.serving(ana), asker.serving(bob):  # type: ignore[arg-type]
+        both = anyio.run(ask)
+    with asker.serving(ana), asker.serving(ana):  # type: ignore[arg-type]
+        one = anyio.run(ask)
+    nobody = anyio.run(ask)
+
+    assert isinstance(both, ErrorData)
+    assert "several clients" in both.message
+    assert (ana.sent, bob.sent) == ([(request, 7)], [])
+    assert one == ElicitResult(action="decline")
+    assert isinstance(nobody, ErrorData)
+    assert "no client request is in flight" in nobody.message

@@ -103,6 +103,15 @@ def mcp(address: str | None, per_session: bool) -> None:
     "(repeatable; default: ref_arguments of the configuration).",
 )
 @click.option("--per-session", is_flag=True, help=_PER_SESSION_HELP)
+@click.option(
+    "--forward",
+    "forward",
+    type=click.Choice(["elicitation", "sampling"]),
+    multiple=True,
+    help="Forward the upstream server's elicitation or sampling requests to the client "
+    "(repeatable). Off by default: the server then sees a client without them. A request "
+    "waiting on the user counts against --timeout.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def proxy(
     url: str | None,
@@ -110,6 +119,7 @@ def proxy(
     timeout: float | None,
     ref_arguments: tuple[str, ...],
     per_session: bool,
+    forward: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server behind cargohold: heavy tool results arrive as stubs.
@@ -125,6 +135,7 @@ def proxy(
     Examples:
       cargohold proxy -- npx -y @modelcontextprotocol/server-filesystem ~/data
       cargohold proxy --timeout 30 -- python my_server.py
+      cargohold proxy --forward elicitation --forward sampling -- python my_server.py
       cargohold proxy --url http://127.0.0.1:3001/mcp --http 127.0.0.1:8766
     """
     import anyio
@@ -144,5 +155,6 @@ def proxy(
             ref_arguments=ref_arguments or None,
             timeout=timeout,
             per_session=per_session,
+            forward=forward,
         )
         anyio.run(lambda: runner.run(http=http, on_ready=announce))

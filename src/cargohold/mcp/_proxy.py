@@ -21,11 +21,12 @@ what it already stored stays readable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -33,6 +34,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from mcp import Client, StdioServerParameters
+from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
@@ -40,13 +42,25 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     CallToolRequestParams,
     CallToolResult,
+    ClientCapabilities,
     CompleteRequestParams,
     CompleteResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitationCapability,
     ElicitCompleteNotification,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
     EmptyResult,
     GetPromptRequestParams,
     GetPromptResult,
@@ -63,6 +77,7 @@ from mcp_types import (
     ReadResourceResult,
     ResourceListChangedNotification,
     ResourceUpdatedNotification,
+    SamplingCapability,
     ServerCapabilities,
     SetLevelRequest,
     SetLevelRequestParams,
@@ -74,7 +89,8 @@ from mcp_types import (
     UnsubscribeRequest,
     UnsubscribeRequestParams,
 )
-from pydantic import ValidationError
+from mcp_types.jsonrpc import ErrorData
+from pydantic import BaseModel, ValidationError
 
 from cargohold import __version__
 from cargohold._errors import CargoholdError, UsageError
@@ -109,6 +125,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("cargohold.mcp")
 T = TypeVar("T")
+R = TypeVar("R", bound=BaseModel)
 
 _PEERS_KEPT: Final = 1024
 _REF_NOTE: Final = (
@@ -178,11 +195,13 @@ class _Link:
         timeout: float,
         max_event_bytes: int,
         on_message: MessageHandlerFnT,
+        callbacks: dict[str, Any] | None = None,
     ) -> None:
         self._upstream = upstream
         self._timeout = timeout
         self._max_event_bytes = max_event_bytes
         self._on_message = on_message
+        self._callbacks = dict(callbacks or {})
         self._client: Client | None = None
         self._wanted = anyio.Event()
         self._attempt = anyio.Event()
@@ -207,6 +226,7 @@ class _Link:
             message_handler=self._on_message,
             logging_callback=_ignore_log,  # forwarded through the message handler instead
             client_info=Implementation(name="cargohold-proxy", version=__version__),
+            **self._callbacks,  # what the proxy forwards to its client (declared upstream)
         )
 
     async def run(
@@ -309,6 +329,59 @@ class _Peers:
                 self._sessions.pop(key, None)
 
 
+FORWARDABLE: Final = ("elicitation", "sampling")
+"""Server-to-client requests the proxy can forward (``forward=``, ``cargohold proxy --forward``)."""
+
+
+class _Asker:
+    """Asks the upstream server's requests (elicitation, sampling) of the client whose request
+    the server is answering: the one in flight. With requests of several clients in flight (one
+    upstream behind HTTP sessions) it cannot tell which one, and says so."""
+
+    def __init__(self) -> None:
+        self._inflight: dict[int, ServerRequestContext[Any, Any]] = {}
+        self._count = 0
+
+    @contextlib.contextmanager
+    def serving(self, ctx: ServerRequestContext[Any, Any]) -> Iterator[None]:
+        """Mark ``ctx``'s request as in flight upstream while the block runs."""
+        self._count += 1
+        key = self._count
+        self._inflight[key] = ctx
+        try:
+            yield
+        finally:
+            del self._inflight[key]
+
+    async def ask(
+        self, request: Any, result_type: type[R], capability: ClientCapabilities, what: str
+    ) -> R | ErrorData:
+        contexts = list(self._inflight.values())
+        if not contexts:
+            return ErrorData(
+                code=INVALID_REQUEST, message=f"{what}: no client request is in flight to ask"
+            )
+        if len({session_id_of(ctx) or "" for ctx in contexts}) > 1:
+            return ErrorData(
+                code=INVALID_REQUEST,
+                message=f"{what}: requests of several clients are in flight; the proxy cannot "
+                "tell which one to ask",
+            )
+        target = contexts[-1]
+        if not target.session.check_client_capability(capability):
+            return ErrorData(code=METHOD_NOT_FOUND, message=f"the client does not support {what}")
+        metadata = ServerMessageMetadata(related_request_id=target.request_id)
+        try:
+            return await target.session.send_request(request, result_type, metadata=metadata)
+        except MCPError as exc:  # the client's own answer (a refusal, no back-channel)
+            return exc.error
+        except (ValidationError, *_TRANSPORT_GONE) as exc:
+            return ErrorData(
+                code=INTERNAL_ERROR,
+                message=f"{what}: the client's answer could not be had ({type(exc).__name__})",
+            )
+
+
 class Proxy:
     """An MCP proxy in front of ``upstream`` that keeps heavy results out of context.
 
@@ -321,6 +394,10 @@ class Proxy:
         timeout: Seconds an upstream request (or start) may take (``upstream_timeout``).
         per_session: Over streamable HTTP, give each MCP session a session scope of its own.
         resource_bound: The most bytes one ``resources/read`` of an artifact returns.
+        forward: Server-to-client requests to forward (:data:`FORWARDABLE`: ``elicitation``,
+            ``sampling``). Each one named is declared to the upstream server and asked of the
+            client whose request is in flight; a client that did not declare it answers
+            "not supported". None by default: the upstream sees a client without them.
     """
 
     def __init__(
@@ -333,8 +410,12 @@ class Proxy:
         timeout: float | None = None,
         per_session: bool = False,
         resource_bound: int = RESOURCE_BOUND,
+        forward: Sequence[str] = (),
     ) -> None:
         settings = hold.settings
+        unknown = sorted(set(forward) - set(FORWARDABLE))
+        if isinstance(forward, str) or unknown:
+            raise UsageError(f"forward names requests of: {', '.join(FORWARDABLE)}")
         self._scoping = Scoping(hold, per_session=per_session)
         self._upstream = upstream
         self._policy = policy or ResultPolicy.from_settings(hold)
@@ -345,13 +426,20 @@ class Proxy:
             raise UsageError("the upstream timeout is a positive number of seconds")
         self._resource_bound = resource_bound
         self._peers = _Peers()
+        self._asker = _Asker()
         self._tools: dict[str, Tool] = {}
+        callbacks: dict[str, Any] = {}
+        if "sampling" in forward:
+            callbacks["sampling_callback"] = self._sampling
+        if "elicitation" in forward:
+            callbacks["elicitation_callback"] = self._elicitation
         self._link = _Link(
             upstream,
             timeout=self._timeout,
             # a result the store would refuse anyway need not be buffered past that
             max_event_bytes=max(4 * settings.limits.max_artifact_bytes, 16 * 1024 * 1024),
             on_message=self._on_upstream_message,
+            callbacks=callbacks,
         )
 
     def __repr__(self) -> str:
@@ -464,6 +552,23 @@ class Proxy:
         if isinstance(message, _FORWARDED):
             await self._peers.broadcast(message)
 
+    async def _sampling(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        result_type: type[CreateMessageResult | CreateMessageResultWithTools] = (
+            CreateMessageResultWithTools if params.tools else CreateMessageResult
+        )
+        request = CreateMessageRequest(params=params)
+        capability = ClientCapabilities(sampling=SamplingCapability())
+        return await self._asker.ask(request, result_type, capability, "sampling")
+
+    async def _elicitation(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        request = ElicitRequest(params=params)
+        capability = ClientCapabilities(elicitation=ElicitationCapability())
+        return await self._asker.ask(request, ElicitResult, capability, "elicitation")
+
     # -- handlers -----------------------------------------------------------------------------
 
     async def _list_tools(
@@ -512,7 +617,8 @@ class Proxy:
         async def call(client: Client) -> CallToolResult:
             return await client.call_tool(name, arguments, progress_callback=progress)
 
-        result = await _answer(self._forward(call))
+        with self._asker.serving(ctx):
+            result = await _answer(self._forward(call))
         offload = functools.partial(offload_result, hold, result, tool=name, policy=self._policy)
         return await anyio.to_thread.run_sync(offload)
 
@@ -557,7 +663,8 @@ class Proxy:
                 raise MCPError(code=RESOURCE_NOT_FOUND, message="no such resource")
             return await client.read_resource(params.uri, cache_mode="bypass")
 
-        result = await _answer(self._forward(call))
+        with self._asker.serving(ctx):
+            result = await _answer(self._forward(call))
         hold = self._scoping.hold_for(ctx)
         offload = functools.partial(offload_resource, hold, result, policy=self._policy)
         return await anyio.to_thread.run_sync(offload)
@@ -608,7 +715,8 @@ class Proxy:
         async def call(client: Client) -> GetPromptResult:
             return await client.get_prompt(params.name, params.arguments)
 
-        result = await _answer(self._forward(call))
+        with self._asker.serving(ctx):
+            result = await _answer(self._forward(call))
         hold = self._scoping.hold_for(ctx)
         offload = functools.partial(offload_prompt, hold, result, policy=self._policy)
         return await anyio.to_thread.run_sync(offload)
