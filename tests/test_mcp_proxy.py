@@ -420,6 +420,33 @@ def test_forwarded_elicitation_and_sampling_are_asked_of_the_client_whose_call_i
     assert asked == ["What name should the report carry?", "Summarize: all green"]
 
 
+def test_a_forwarded_sampling_request_reaches_the_clients_model_with_its_heavy_parts_as_stubs(
+    workdir: Path,
+) -> None:
+    sent: list[Any] = []
+
+    async def sample(context: Any, params: Any) -> CreateMessageResult:
+        sent.append(params)
+        return CreateMessageResult(
+            role="assistant", content=TextContent(text="fine"), model="fake-model"
+        )
+
+    target = stdio(_forwarding_proxy(workdir), child_env(workdir))
+    with connect(target, mode="legacy", sampling_callback=sample) as client:
+        summary = client.call("summarize", {"heavy": True})
+        (params,) = sent
+        (message,) = params.messages
+        assert isinstance(message.content, TextContent)
+        text, system = message.content.text, params.system_prompt
+        for stub in (text, system):
+            assert len(stub.encode()) <= STUB_BUDGET
+        expected = "Summarize: " + heavy_server.log_text(heavy_server.SAMPLED_LOG_SIZE)
+        assert client.read_all(_stub_ref(text)) == expected.encode()
+        assert client.read_all(_stub_ref(system)) == heavy_server.SAMPLED_SYSTEM.encode()
+
+    assert summary.content == [TextContent(text="model said: fine")]
+
+
 def test_a_forwarded_request_the_client_did_not_declare_is_refused_to_the_upstream(
     workdir: Path,
 ) -> None:

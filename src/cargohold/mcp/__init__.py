@@ -42,6 +42,7 @@ from cargohold.mcp._content import (
     offload_prompt,
     offload_resource,
     offload_result,
+    offload_sampling,
     rewrite_output_schema,
 )
 from cargohold.mcp._decorator import offload_results
@@ -64,6 +65,7 @@ __all__ = [
     "offload_resource",
     "offload_result",
     "offload_results",
+    "offload_sampling",
     "read_artifact",
     "read_tools",
     "rewrite_output_schema",

@@ -36,6 +36,7 @@ from mcp_types import (
     BlobResourceContents,
     CallToolResult,
     ContentBlock,
+    CreateMessageRequestParams,
     EmbeddedResource,
     GetPromptResult,
     ImageContent,
@@ -44,6 +45,7 @@ from mcp_types import (
     ResourceLink,
     TextContent,
     TextResourceContents,
+    ToolResultContent,
 )
 
 from cargohold._errors import UsageError
@@ -199,6 +201,56 @@ def offload_prompt(
             text = next(part.text for part in kept if isinstance(part, TextContent))
             messages.append(message.model_copy(update={"content": TextContent(text=text)}))
     return result.model_copy(update={"messages": messages})
+
+
+SAMPLING_TOOL: Final = "sampling/createMessage"
+"""The producer a forwarded sampling request's offload is attributed to."""
+
+
+def offload_sampling(
+    hold: Hold, params: CreateMessageRequestParams, *, policy: ResultPolicy | None = None
+) -> CreateMessageRequestParams:
+    """A sampling request of the upstream server, about to reach the client's model, with each
+    heavy part kept out of it: message texts, images and audio, the texts of tool results, and
+    the system prompt (each becomes its stub's text). Synchronous, like :func:`offload_result`.
+    """
+    policy = policy or ResultPolicy.from_settings(hold)
+
+    def parts(blocks: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for block in blocks:
+            if isinstance(block, ToolResultContent):
+                inner = [b for part in block.content for b in _kept(hold, part, policy)]
+                out.append(block.model_copy(update={"content": inner}))
+            else:
+                out.extend(_kept(hold, block, policy))
+        return out
+
+    messages = []
+    for message in params.messages:
+        content = message.content
+        if isinstance(content, list):
+            messages.append(message.model_copy(update={"content": parts(content)}))
+        else:
+            single = parts([content])[0]  # one block in, one out (itself or its stub)
+            messages.append(message.model_copy(update={"content": single}))
+    update: dict[str, Any] = {"messages": messages}
+    if params.system_prompt is not None:
+        decided = hold.offload(params.system_prompt, tool=SAMPLING_TOOL)
+        if decided.outcome is not OffloadOutcome.INLINE:
+            update["system_prompt"] = decided.text
+    return params.model_copy(update=update)
+
+
+def _kept(hold: Hold, block: Any, policy: ResultPolicy) -> list[Any]:
+    """``block`` as it may reach a model: itself, or its stub as text (no link: a model's
+    message holds no resource link)."""
+    if not isinstance(block, TextContent | ImageContent | AudioContent | EmbeddedResource):
+        return [block]  # tool uses, links: pointers and calls, not payloads
+    kept = _block(hold, block, SAMPLING_TOOL, policy, False, None)
+    if len(kept) == 1 and kept[0] is block:
+        return [block]
+    return [part for part in kept if isinstance(part, TextContent)]
 
 
 # -- the parts ----------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ from cargohold.mcp._content import (
     offload_prompt,
     offload_resource,
     offload_result,
+    offload_sampling,
     rewrite_output_schema,
 )
 from cargohold.mcp._errors import (
@@ -354,8 +355,14 @@ class _Asker:
             del self._inflight[key]
 
     async def ask(
-        self, request: Any, result_type: type[R], capability: ClientCapabilities, what: str
+        self,
+        request: Any,
+        result_type: type[R],
+        capability: ClientCapabilities,
+        what: str,
+        prepare: Callable[[ServerRequestContext[Any, Any]], Awaitable[Any]] | None = None,
     ) -> R | ErrorData:
+        """Ask ``request`` of the client in flight (``prepare`` makes it for that client)."""
         contexts = list(self._inflight.values())
         if not contexts:
             return ErrorData(
@@ -370,6 +377,8 @@ class _Asker:
         target = contexts[-1]
         if not target.session.check_client_capability(capability):
             return ErrorData(code=METHOD_NOT_FOUND, message=f"the client does not support {what}")
+        if prepare is not None:
+            request = await prepare(target)
         metadata = ServerMessageMetadata(related_request_id=target.request_id)
         try:
             return await target.session.send_request(request, result_type, metadata=metadata)
@@ -558,9 +567,15 @@ class Proxy:
         result_type: type[CreateMessageResult | CreateMessageResultWithTools] = (
             CreateMessageResultWithTools if params.tools else CreateMessageResult
         )
-        request = CreateMessageRequest(params=params)
         capability = ClientCapabilities(sampling=SamplingCapability())
-        return await self._asker.ask(request, result_type, capability, "sampling")
+
+        async def prepare(ctx: ServerRequestContext[Any, Any]) -> CreateMessageRequest:
+            # What the server sends goes to the client's model: heavy parts become stubs.
+            hold = self._scoping.hold_for(ctx)
+            kept = functools.partial(offload_sampling, hold, params, policy=self._policy)
+            return CreateMessageRequest(params=await anyio.to_thread.run_sync(kept))
+
+        return await self._asker.ask(None, result_type, capability, "sampling", prepare)
 
     async def _elicitation(
         self, context: ClientRequestContext, params: ElicitRequestParams
