@@ -1,23 +1,24 @@
-"""The chat walk's fast path measures and finds exactly what its general path does.
+"""The fast paths of the chat and Anthropic walks measure and find exactly what the general
+path does.
 
-``_chat_loop`` handles the usual message shapes inline for speed (plain strings, the usual tool
-call) and hands everything else to the general path; the counting pass (a walker that collects
-texts for the real tokenizer) walks every message the general way. Generated requests, with a
-small threshold so sizes cross it often, must come out the same both ways: every tally, every
-tool call remembered, every finding.
+``_chat_loop`` and ``_anthropic_loop`` handle the usual message shapes inline for speed (plain
+strings, the usual tool call, text / tool_use / tool_result blocks) and hand everything else to
+the general path; the counting pass (a walker that collects texts for the real tokenizer) walks
+every message the general way. Generated requests, with a small threshold so sizes cross it
+often, must come out the same both ways: every tally, every tool call remembered, every finding.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cargohold._tokens import count_tokens
 from cargohold.guard import Guard
 from cargohold.guard._guard import MESSAGE_TOKENS
-from cargohold.guard._walk import Walker, walk_openai_chat
+from cargohold.guard._walk import Walker, walk_anthropic, walk_openai_chat
 
 THRESHOLD = 600
 TOOL_THRESHOLDS = {"low_tool": 300, "high_tool": 2_000}
@@ -110,6 +111,109 @@ def test_fast_path_measures_and_finds_what_the_general_path_does(
     general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
     walk_openai_chat(fast, request)
     walk_openai_chat(general, request)
+    assert _measured(fast) == _measured(general)
+
+
+flat_values = st.one_of(texts(), st.integers(), st.booleans(), st.none(), st.floats(0, 9))
+tool_inputs = st.one_of(
+    st.dictionaries(st.sampled_from(("q", "path", "limit", "k" * 45)), flat_values, max_size=3),
+    st.fixed_dictionaries({"type": st.just("image"), "data": texts()}),
+    st.fixed_dictionaries({"nested": st.fixed_dictionaries({"q": texts()})}),
+)
+blocks = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": texts()}),
+    st.fixed_dictionaries(
+        {"type": st.just("text"), "text": texts(), "cache_control": st.just({"type": "x"})}
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("tool_use"),
+            "id": st.sampled_from(("toolu_1", "toolu_2")),
+            "name": st.sampled_from(("low_tool", "high_tool", "other_tool", "bad name!")),
+            "input": tool_inputs,
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("tool_result"),
+            "tool_use_id": st.sampled_from(("toolu_1", "toolu_2", "toolu_9")),
+            "content": st.one_of(texts(), parts),
+        },
+        optional={"is_error": st.booleans()},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("image"),
+            "source": st.fixed_dictionaries({"type": st.just("base64"), "data": texts()}),
+        }
+    ),
+    texts(),
+)
+
+
+plain_blocks = st.one_of(  # the fast path's own shapes, so that whole messages often take it
+    st.fixed_dictionaries({"type": st.just("text"), "text": texts()}),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("tool_use"),
+            "id": st.just("toolu_1"),
+            "name": st.just("low_tool"),
+            "input": tool_inputs,
+        }
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("tool_result"), "tool_use_id": st.just("toolu_1"), "content": texts()}
+    ),
+)
+
+
+@st.composite
+def anthropic_messages(draw: st.DrawFn) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": draw(st.sampled_from(("user", "assistant")))}
+    message["content"] = draw(
+        st.one_of(
+            texts(),
+            st.lists(blocks, max_size=4),
+            st.lists(plain_blocks, min_size=1, max_size=4),
+            st.none(),
+        )
+    )
+    if draw(st.integers(0, 9)) == 0:
+        message[draw(keys)] = draw(st.one_of(texts(), st.integers()))
+    return message
+
+
+def _text_block(size: int) -> dict[str, str]:
+    return {"type": "text", "text": "t" * size}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chat=st.lists(anthropic_messages(), max_size=8), system=texts())
+# Parts each under every threshold that add up to the threshold: the message is a finding.
+@example(
+    chat=[{"role": "user", "content": [_text_block(299), _text_block(299), _text_block(5)]}],
+    system="",
+)
+# A tool input that says it is an image is counted as one, as the general path does.
+@example(
+    chat=[
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t", "name": "n", "input": {"type": "image"}},
+            ],
+        }
+    ],
+    system="",
+)
+def test_anthropic_fast_path_measures_and_finds_what_the_general_path_does(
+    chat: list[dict[str, Any]], system: str
+) -> None:
+    request = {"model": "claude", "system": system, "messages": chat, "max_tokens": 64}
+    fast = Walker(THRESHOLD, root=request, tool_thresholds=TOOL_THRESHOLDS)
+    general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
+    walk_anthropic(fast, request)
+    walk_anthropic(general, request)
     assert _measured(fast) == _measured(general)
 
 

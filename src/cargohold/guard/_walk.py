@@ -29,6 +29,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView, Sequence, Set
 from typing import Any, cast
 
+import orjson
+
 from cargohold._errors import UsageError
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
@@ -151,8 +153,13 @@ def _utf8(text: str) -> int:
 
 
 def _json_size(value: object) -> int:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return _utf8(text)
+    """UTF-8 bytes of ``value`` as compact JSON (orjson; the standard library for what it
+    refuses: integers over 64 bits)."""
+    try:
+        return len(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return _utf8(text)
 
 
 def _tool_name(value: object) -> str | None:
@@ -888,10 +895,108 @@ def walk_anthropic(walker: Walker, request: Mapping[str, Any]) -> None:
     for key, value in request.items():
         if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
             base: Node = (None, "messages")
+            if walker.collect is None:  # the counting pass takes the general path
+                _anthropic_loop(walker, value, base)
+                continue
             for index, message in enumerate(value):
                 _anthropic_message(walker, message, index, (base, index))
         else:
             walker.other(key, value)
+
+
+_FLAT = (str, int, float, bool, type(None))
+
+
+def _anthropic_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    # The usual messages measured inline, as _chat_loop does for chat: a string content, or
+    # blocks that are exactly {type: text, text}, {type: tool_use, id, name, input: a flat
+    # object} or {type: tool_result, tool_use_id, content: a string}, with short keys, no
+    # string at or over the lowest threshold or holding a data URL, and the message's parts
+    # summing under it (so no finding is possible). Anything else takes the general path,
+    # _anthropic_message, message by message; tests/test_guard_paths.py holds the two to the
+    # same tallies and findings.
+    floor = walker.floor
+    for index, message in enumerate(messages):
+        if type(message) is not dict or not _anthropic_plain(walker, message, floor):
+            _anthropic_message(walker, message, index, (base, index))
+
+
+def _small_text(value: object, floor: int) -> int:
+    """UTF-8 bytes of ``value`` if it is a string the fast paths may tally (under ``floor``,
+    not a data URL), else -1."""
+    if type(value) is not str:
+        return -1
+    size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if size >= floor or (size > _DATA_URL_MIN and value.startswith("data:")):
+        return -1
+    return size
+
+
+def _anthropic_plain(walker: Walker, message: dict[Any, Any], floor: int) -> bool:
+    """Tally ``message`` if it has the usual shape (see :func:`_anthropic_loop`); ``False``,
+    with nothing tallied, if not."""
+    text = 0  # text-family bytes
+    group = 0  # what the message's group sums: the parts, not the text blocks' kind
+    data = 0  # JSON bytes of tool inputs
+    calls: list[tuple[object, object]] = []
+    for key, value in message.items():
+        if type(key) is not str or len(key) > _KEY_MAX:
+            return False
+        if type(value) is str:
+            size = _small_text(value, floor)
+            if size < 0:
+                return False
+            text += size
+        elif key == "content" and type(value) is list:
+            for block in value:
+                if type(block) is not dict:
+                    return False
+                kind = block.get("type")
+                strings: tuple[object, ...]
+                if kind == "text" and len(block) == 2:
+                    strings = (block.get("text"),)
+                    text += 4  # "text", the block's kind: measured, not summed
+                elif kind == "tool_use" and len(block) == 4:
+                    call_input = block.get("input")
+                    if (
+                        type(call_input) is not dict
+                        or call_input.get("type") in _IMAGE_TYPES
+                        or not all(
+                            type(k) is str and len(k) <= _KEY_MAX and type(v) in _FLAT
+                            for k, v in call_input.items()
+                        )
+                    ):
+                        return False
+                    size = _json_size(call_input)
+                    if size >= floor:
+                        return False
+                    data += size  # measured as compact JSON, judged alone
+                    strings = (kind, block.get("id"), block.get("name"))
+                    calls.append((block.get("id"), block.get("name")))
+                elif kind == "tool_result" and len(block) == 3:
+                    size = _small_text(block.get("content"), floor)
+                    if size < 0:
+                        return False
+                    text += size  # a group of its own: one string under the floor
+                    strings = (kind, block.get("tool_use_id"))
+                else:
+                    return False
+                for string in strings:
+                    size = _small_text(string, floor)
+                    if size < 0:
+                        return False
+                    text += size
+                    group += size
+            if group >= floor:
+                return False
+        elif value is not None:
+            return False
+    walker.messages += 1
+    walker.text_bytes += text
+    walker.json_bytes += data
+    for call_id, name in calls:
+        walker.remember_call(call_id, name)
+    return True
 
 
 def _anthropic_message(walker: Walker, message: Any, index: int, node: Node) -> None:
