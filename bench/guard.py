@@ -154,7 +154,43 @@ def ascii_only(request: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def measure(request: dict[str, Any], repeat: int, seed: int = 20261201) -> dict[str, float]:
+def anthropic_twin(request: dict[str, Any]) -> dict[str, Any]:
+    """The same conversation as an Anthropic ``messages.create`` request: the system prompt
+    apart, each tool call a ``tool_use`` block (its arguments as an object), each result a
+    ``tool_result`` block in a user message, text as strings."""
+    system = None
+    messages: list[dict[str, Any]] = []
+    for message in request["messages"]:
+        role = message["role"]
+        if role == "system":
+            system = message["content"]
+        elif role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message["content"],
+            }
+            messages.append({"role": "user", "content": [block]})
+        elif message.get("tool_calls"):
+            uses = [
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": call["function"]["name"],
+                    "input": json.loads(call["function"]["arguments"]),
+                }
+                for call in message["tool_calls"]
+            ]
+            messages.append({"role": "assistant", "content": uses})
+        else:
+            messages.append({"role": role, "content": message["content"]})
+    model = "claude-sonnet-5-5"  # a 1M-token window: the 472k-token request fits
+    return {"model": model, "max_tokens": 4096, "system": system, "messages": messages}
+
+
+def measure(
+    request: dict[str, Any], repeat: int, seed: int = 20261201, format: str = "openai-chat"
+) -> dict[str, float]:
     """Median milliseconds of each case, the cases in a new random order every round."""
     guard = Guard(key=KEY)
 
@@ -162,10 +198,10 @@ def measure(request: dict[str, Any], repeat: int, seed: int = 20261201) -> dict[
         return orjson.dumps(request)
 
     def full() -> object:
-        return guard.check(request, format="openai-chat")
+        return guard.check(request, format=format)
 
     def leak_only() -> object:
-        return guard.check(request, format="openai-chat", check_window=False)
+        return guard.check(request, format=format, check_window=False)
 
     messages = request["messages"]
 
@@ -183,8 +219,8 @@ def measure(request: dict[str, Any], repeat: int, seed: int = 20261201) -> dict[
         ("orjson.dumps", dump, False),
         ("floor: len() of every message value, after the dump", floor, True),
         ("floor: len() of every message value, warm", floor, False),
-        ("guard, leak + window (gpt-4.1), after the dump", full, True),
-        ("guard, leak + window (gpt-4.1), warm", full, False),
+        (f"guard, leak + window ({request['model']}), after the dump", full, True),
+        (f"guard, leak + window ({request['model']}), warm", full, False),
         ("guard, leak check only, warm", leak_only, False),
     ]
     samples: dict[str, list[float]] = {name: [] for name, _, _ in cases}
@@ -214,15 +250,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     request = build_request(Path(args.corpus))
     rows = []
-    for label, variant in (("", request), ("ASCII-only: ", ascii_only(request))):
-        report = Guard(key=KEY).check(variant, format="openai-chat")  # it must pass
+    variants = (
+        ("", request, "openai-chat"),
+        ("ASCII-only: ", ascii_only(request), "openai-chat"),
+        ("Anthropic: ", anthropic_twin(request), "anthropic"),
+    )
+    for label, variant, format in variants:
+        report = Guard(key=KEY).check(variant, format=format)  # it must pass
         body = orjson.dumps(variant)
         print(
             f"{label or 'request: '}{len(variant['messages'])} messages, {len(body):,} bytes as "
             f"JSON, {report.estimated_tokens:,} estimated tokens, window check by "
             f"{report.decided_by}"
         )
-        medians = measure(variant, repeat=30 if args.quick else 300)
+        medians = measure(variant, repeat=30 if args.quick else 300, format=format)
         base = medians["orjson.dumps"]
         for name, value in medians.items():
             ratio = value / base

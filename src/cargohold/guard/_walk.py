@@ -1065,18 +1065,34 @@ def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
 _LC_TOOL_KINDS = frozenset({"tool", "function"})
 
 
-def _langchain_view(message: Any) -> Mapping[str, Any] | None:
-    """A LangChain message (object, dict form, ``(role, content)`` tuple or string) as a dict."""
+def _langchain_base() -> type | None:
+    """langchain-core's ``BaseMessage``, when langchain-core is loaded (never imported here)."""
     module = sys.modules.get("langchain_core.messages")
     base = getattr(module, "BaseMessage", None) if module is not None else None
+    return base if isinstance(base, type) else None
+
+
+_LC_FIELDS = ("name", "tool_call_id", "tool_calls", "invalid_tool_calls")
+
+
+def _langchain_view(message: Any, base: type | None = None) -> Mapping[str, Any] | None:
+    """A LangChain message (object, dict form, ``(role, content)`` tuple or string) as a dict.
+
+    ``base`` is :func:`_langchain_base` (looked up once per walk by the caller)."""
+    if base is None:
+        base = _langchain_base()
     if base is not None and isinstance(message, base):
-        view: dict[str, Any] = {"type": message.type, "content": message.content}
-        for name in ("name", "tool_call_id", "tool_calls", "invalid_tool_calls"):
-            found = getattr(message, name, None)
+        # A pydantic model's fields are in its __dict__: reading them there skips pydantic's
+        # __getattr__, which a missing attribute (tool_call_id on a HumanMessage) goes through.
+        fields = message.__dict__
+        view: dict[str, Any] = {"type": fields.get("type"), "content": fields.get("content")}
+        for name in _LC_FIELDS:
+            found = fields.get(name)
             if found:
                 view[name] = found
-        if message.additional_kwargs:
-            view["additional_kwargs"] = message.additional_kwargs
+        extra = fields.get("additional_kwargs")
+        if extra:
+            view["additional_kwargs"] = extra
         return view
     if isinstance(message, str):
         return {"type": "human", "content": message}
@@ -1103,11 +1119,12 @@ def walk_langchain(walker: Walker, request: Any) -> None:
 
 
 def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    message_type = _langchain_base()
     for index, message in enumerate(messages):
         node = (base, index)
         walker.index, walker.tool = index, None
         walker.messages += 1
-        view = _langchain_view(message)
+        view = _langchain_view(message, message_type)
         if view is None:
             walker.where = "other"
             walker.any(message, node)
