@@ -916,9 +916,30 @@ def _anthropic_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None
     # _anthropic_message, message by message; tests/test_guard_paths.py holds the two to the
     # same tallies and findings.
     floor = walker.floor
+    text_bytes = 0
+    plain = 0
     for index, message in enumerate(messages):
+        if type(message) is dict and len(message) == 2:
+            # The commonest: exactly {role, content}, two strings (inline, no call).
+            role, content = message.get("role"), message.get("content")
+            if type(role) is str and type(content) is str and role.isascii():
+                if content.isascii():
+                    size = len(content)
+                else:
+                    size = len(content.encode("utf-8", "surrogatepass"))
+                if (
+                    size < floor
+                    and len(role) <= _DATA_URL_MIN
+                    and len(role) < floor
+                    and (size <= _DATA_URL_MIN or not content.startswith("data:"))
+                ):
+                    text_bytes += len(role) + size
+                    plain += 1
+                    continue
         if type(message) is not dict or not _anthropic_plain(walker, message, floor):
             _anthropic_message(walker, message, index, (base, index))
+    walker.text_bytes += text_bytes
+    walker.messages += plain
 
 
 def _small_text(value: object, floor: int) -> int:
@@ -982,9 +1003,17 @@ def _anthropic_plain(walker: Walker, message: dict[Any, Any], floor: int) -> boo
                 else:
                     return False
                 for string in strings:
-                    size = _small_text(string, floor)
-                    if size < 0:
-                        return False
+                    if (
+                        type(string) is str
+                        and string.isascii()
+                        and len(string) <= _DATA_URL_MIN
+                        and len(string) < floor
+                    ):
+                        size = len(string)  # an id, a name, a kind: short ASCII, inline
+                    else:
+                        size = _small_text(string, floor)
+                        if size < 0:
+                            return False
                     text += size
                     group += size
             if group >= floor:
