@@ -188,20 +188,61 @@ def anthropic_twin(request: dict[str, Any]) -> dict[str, Any]:
     return {"model": model, "max_tokens": 4096, "system": system, "messages": messages}
 
 
+def langchain_twin(request: dict[str, Any]) -> list[Any] | None:
+    """The same conversation as LangChain message objects (what ``CargoholdMiddleware``
+    checks), or ``None`` without langchain-core."""
+    try:
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    except ImportError:
+        return None
+    out: list[Any] = []
+    for message in request["messages"]:
+        role, content = message["role"], message["content"]
+        if role == "system":
+            out.append(SystemMessage(content))
+        elif role == "user":
+            out.append(HumanMessage(content))
+        elif role == "tool":
+            out.append(ToolMessage(content, tool_call_id=message["tool_call_id"]))
+        elif message.get("tool_calls"):
+            calls = [
+                {
+                    "name": call["function"]["name"],
+                    "args": json.loads(call["function"]["arguments"]),
+                    "id": call["id"],
+                }
+                for call in message["tool_calls"]
+            ]
+            out.append(AIMessage("", tool_calls=calls))
+        else:
+            out.append(AIMessage(content))
+    return out
+
+
 def measure(
-    request: dict[str, Any], repeat: int, seed: int = 20261201, format: str = "openai-chat"
+    request: dict[str, Any],
+    repeat: int,
+    seed: int = 20261201,
+    format: str = "openai-chat",
+    guarded: Any = None,
 ) -> dict[str, float]:
-    """Median milliseconds of each case, the cases in a new random order every round."""
+    """Median milliseconds of each case, the cases in a new random order every round.
+
+    ``guarded``: what the guard checks, when it is not ``request`` itself (LangChain message
+    objects: the dump and the floor are then of the equivalent chat request)."""
     guard = Guard(key=KEY)
+    checked = request if guarded is None else guarded
+    model = request["model"]
+    named = {"model": model} if format == "langchain" else {}
 
     def dump() -> object:
         return orjson.dumps(request)
 
     def full() -> object:
-        return guard.check(request, format=format)
+        return guard.check(checked, format=format, **named)
 
     def leak_only() -> object:
-        return guard.check(request, format=format, check_window=False)
+        return guard.check(checked, format=format, check_window=False)
 
     messages = request["messages"]
 
@@ -250,20 +291,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     request = build_request(Path(args.corpus))
     rows = []
-    variants = (
-        ("", request, "openai-chat"),
-        ("ASCII-only: ", ascii_only(request), "openai-chat"),
-        ("Anthropic: ", anthropic_twin(request), "anthropic"),
-    )
-    for label, variant, format in variants:
-        report = Guard(key=KEY).check(variant, format=format)  # it must pass
+    lang = langchain_twin(request)
+    variants: list[tuple[str, dict[str, Any], str, Any]] = [
+        ("", request, "openai-chat", None),
+        ("ASCII-only: ", ascii_only(request), "openai-chat", None),
+        ("Anthropic: ", anthropic_twin(request), "anthropic", None),
+    ]
+    if lang is not None:
+        variants.append(("LangChain objects: ", request, "langchain", lang))
+    for label, variant, format, guarded in variants:
+        checked = variant if guarded is None else guarded
+        model = {"model": variant["model"]} if format == "langchain" else {}
+        report = Guard(key=KEY).check(checked, format=format, **model)  # it must pass
         body = orjson.dumps(variant)
         print(
             f"{label or 'request: '}{len(variant['messages'])} messages, {len(body):,} bytes as "
             f"JSON, {report.estimated_tokens:,} estimated tokens, window check by "
             f"{report.decided_by}"
         )
-        medians = measure(variant, repeat=30 if args.quick else 300, format=format)
+        medians = measure(variant, repeat=30 if args.quick else 300, format=format, guarded=guarded)
         base = medians["orjson.dumps"]
         for name, value in medians.items():
             ratio = value / base

@@ -1,11 +1,12 @@
-"""The fast paths of the chat and Anthropic walks measure and find exactly what the general
-path does.
+"""The fast paths of the chat, Anthropic and LangChain walks measure and find exactly what the
+general path does.
 
-``_chat_loop`` and ``_anthropic_loop`` handle the usual message shapes inline for speed (plain
-strings, the usual tool call, text / tool_use / tool_result blocks) and hand everything else to
-the general path; the counting pass (a walker that collects texts for the real tokenizer) walks
-every message the general way. Generated requests, with a small threshold so sizes cross it
-often, must come out the same both ways: every tally, every tool call remembered, every finding.
+``_chat_loop``, ``_anthropic_loop`` and ``_langchain_plain`` handle the usual message shapes
+inline for speed (plain strings, the usual tool call, text / tool_use / tool_result blocks,
+message objects with string content) and hand everything else to the general path; the
+counting pass (a walker that collects texts for the real tokenizer) walks every message the
+general way. Generated requests, with a small threshold so sizes cross it often, must come out
+the same both ways: every tally, every tool call remembered, every finding.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from cargohold._tokens import count_tokens
 from cargohold.guard import Guard
 from cargohold.guard._guard import MESSAGE_TOKENS
-from cargohold.guard._walk import Walker, walk_anthropic, walk_openai_chat
+from cargohold.guard._walk import Walker, walk_anthropic, walk_langchain, walk_openai_chat
 
 THRESHOLD = 600
 TOOL_THRESHOLDS = {"low_tool": 300, "high_tool": 2_000}
@@ -214,6 +215,65 @@ def test_anthropic_fast_path_measures_and_finds_what_the_general_path_does(
     general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
     walk_anthropic(fast, request)
     walk_anthropic(general, request)
+    assert _measured(fast) == _measured(general)
+
+
+@st.composite
+def langchain_messages(draw: st.DrawFn) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    text_part = st.fixed_dictionaries({"type": st.just("text"), "text": texts()})
+    content = draw(st.one_of(texts(), st.lists(st.one_of(texts(), text_part), max_size=2)))
+    extra: dict[str, Any] = {}
+    if draw(st.integers(0, 5)) == 0:
+        extra["additional_kwargs"] = {"note": draw(texts())}
+    if draw(st.booleans()):
+        extra["name"] = draw(st.sampled_from(("low_tool", "bob", "x" * 300)))
+    kind = draw(st.sampled_from(("human", "ai", "tool", "system")))
+    if kind == "human":
+        return HumanMessage(content, **extra)
+    if kind == "system":
+        return SystemMessage(content, **extra)
+    if kind == "tool":
+        call_id = draw(st.sampled_from(("c1", "c2", "c9")))
+        return ToolMessage(content, tool_call_id=call_id, **extra)
+    calls = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(("low_tool", "high_tool", "bad name!")),
+                    "args": tool_inputs,
+                    "id": st.sampled_from(("c1", "c2")),
+                }
+            ),
+            max_size=2,
+        )
+    )
+    return AIMessage(content, tool_calls=calls, **extra)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=st.lists(langchain_messages(), max_size=6))
+def test_langchain_fast_path_measures_and_finds_what_the_general_path_does(
+    history: list[Any],
+) -> None:
+    fast = Walker(THRESHOLD, root=history, tool_thresholds=TOOL_THRESHOLDS)
+    general = Walker(THRESHOLD, [], root=history, tool_thresholds=TOOL_THRESHOLDS)
+    walk_langchain(fast, history)
+    walk_langchain(general, history)
+    assert _measured(fast) == _measured(general)
+
+
+def test_langchain_tool_args_that_say_image_count_as_one_on_both_paths() -> None:
+    from langchain_core.messages import AIMessage
+
+    call = {"name": "draw", "args": {"type": "image", "data": "x" * 40}, "id": "c1"}
+    history = [AIMessage("", tool_calls=[call])]
+    fast = Walker(THRESHOLD, root=history)
+    general = Walker(THRESHOLD, [], root=history)
+    walk_langchain(fast, history)
+    walk_langchain(general, history)
+    assert fast.images == 1
     assert _measured(fast) == _measured(general)
 
 

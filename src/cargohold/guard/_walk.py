@@ -1147,9 +1147,78 @@ def walk_langchain(walker: Walker, request: Any) -> None:
         _langchain_messages(walker, request, (None, "messages"))
 
 
+def _langchain_plain(walker: Walker, message: Any, message_type: type, floor: int) -> bool:
+    """Tally a LangChain message object of the usual shape inline, as the general path would
+    (its kind, a string content, name, tool_call_id, tool calls with a flat ``args``), when no
+    part of it can be a finding; ``False``, with nothing tallied, for anything else (a list
+    content, additional_kwargs, invalid tool calls, a string over the lowest threshold).
+    tests/test_guard_paths.py holds it to the general path."""
+    if not isinstance(message, message_type):
+        return False
+    fields = message.__dict__
+    if fields.get("additional_kwargs") or fields.get("invalid_tool_calls"):
+        return False
+    text = 0
+    data = 0
+    for value in (fields.get("type"), fields.get("content")):
+        size = _small_text(value, floor)
+        if size < 0:
+            return False
+        text += size
+    for name in ("name", "tool_call_id"):
+        value = fields.get(name)
+        if value:
+            size = _small_text(value, floor)
+            if size < 0:
+                return False
+            text += size
+    pairs: list[tuple[object, object]] = []
+    calls = fields.get("tool_calls")
+    if calls:
+        if type(calls) is not list:
+            return False
+        for call in calls:
+            if type(call) is not dict or len(call) != 4:  # {name, args, id, type}
+                return False
+            args = call.get("args")
+            if (
+                type(args) is not dict
+                or args.get("type") in _IMAGE_TYPES
+                or not all(
+                    type(k) is str and len(k) <= _KEY_MAX and type(v) in _FLAT
+                    for k, v in args.items()
+                )
+            ):
+                return False
+            size = _json_size(args)
+            if size >= floor:
+                return False
+            data += size
+            for value in (call.get("name"), call.get("id"), call.get("type")):
+                size = _small_text(value, floor)
+                if size < 0:
+                    return False
+                text += size
+            pairs.append((call.get("id"), call.get("name")))
+    walker.messages += 1
+    walker.text_bytes += text
+    walker.json_bytes += data
+    for call_id, call_name in pairs:
+        walker.remember_call(call_id, call_name)
+    return True
+
+
 def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
     message_type = _langchain_base()
+    floor = walker.floor
+    fast = walker.collect is None and message_type is not None  # counting: the general path
     for index, message in enumerate(messages):
+        if (
+            fast
+            and message_type is not None
+            and _langchain_plain(walker, message, message_type, floor)
+        ):
+            continue
         node = (base, index)
         walker.index, walker.tool = index, None
         walker.messages += 1
