@@ -281,6 +281,39 @@ def test_resources_read_returns_an_artifact_whole_with_its_digest(proxied: Conne
     assert contents.meta["cargohold"]["sha256"] == ref.removeprefix("artifact://sha256/")
 
 
+def test_a_masked_artifact_reads_back_masked_through_the_tools_and_resources(
+    workdir: Path,
+) -> None:
+    # The tool's policy masks: the exact bytes are stored, and every read the client's model
+    # can make (a read tool, resources/read) shows the masked copy and says so.
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    env = child_env(workdir, CARGOHOLD_SECRETS_POLICY="with_secret=mask")
+    with connect(
+        stdio(
+            cli(workdir / "store", SESSION, "proxy", "--", sys.executable, str(HEAVY_SERVER)), env
+        ),
+        mode="legacy",
+    ) as client:
+        stub, ref = only_stub(client.call("with_secret"))
+        page = client.call(
+            "artifact_read", {"ref": ref, "offset": 0, "length": 65536, "budget": 65536}
+        )
+        read = client.run(client.client.read_resource, ref)
+
+    assert secret not in stub
+    (text,) = [b for b in page.content if isinstance(b, TextContent)]
+    assert secret not in text.text
+    assert ", credentials masked |" in text.text.splitlines()[0]
+    (contents,) = read.contents
+    assert isinstance(contents, TextResourceContents)
+    assert secret not in contents.text
+    assert contents.meta is not None
+    facts = contents.meta["cargohold"]
+    assert facts["masked"] is True
+    assert facts["sha256"] == hashlib.sha256(contents.text.encode()).hexdigest()
+    assert facts["sha256"] != ref.removeprefix("artifact://sha256/")
+
+
 def test_resources_read_refuses_an_artifact_over_its_bound_and_says_how_to_page(
     proxied: Connected,
 ) -> None:

@@ -649,6 +649,12 @@ def test_every_read_of_a_masked_artifact_masks_its_credentials_and_tools_get_the
         assert answer.outcome is RehydrateOutcome.RESOLVED
         assert answer.segment is not None
         _assert_shows_no_value(answer.segment, log.values)
+        # It says so: the answer is not the exact bytes (its span, in the segment's header).
+        assert answer.masked
+        assert ", credentials masked |" in answer.segment.split("\n", 1)[0]
+    clean = reader.read(ref, offset=0, length=64)  # a range with no credential in it
+    assert clean.ok
+    assert not clean.masked
     assert "[masked:" in (answers[0].segment or "")
     # The masked answer keeps the real bytes' length: spans and line numbers hold.
     assert answers[0].answer_bytes == len(data)

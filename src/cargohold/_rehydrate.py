@@ -70,6 +70,8 @@ class RehydrateResult:
         fit: A range that fits the budget, when the answer was ``over_budget``: ``(offset,
             length)`` in bytes for :meth:`Rehydrator.read`, ``(start_line, end_line)`` for
             :meth:`Rehydrator.read_lines`.
+        masked: The answer was made from a copy of the body with its credentials masked (same
+            length and lines), so it is not the body's exact bytes; the span says so too.
     """
 
     outcome: RehydrateOutcome
@@ -86,6 +88,7 @@ class RehydrateResult:
     size: int | None = None
     encoding: str = "utf-8"
     fit: tuple[int, int] | None = None
+    masked: bool = False
 
     @property
     def ok(self) -> bool:
@@ -181,10 +184,14 @@ class Rehydrator:
         size: int | None = None,
         encoding: str = "utf-8",
         fit: tuple[int, int] | None = None,
+        masked: bool = False,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
         reason = READ_REASONS[outcome]
         segment = None
+        masked = masked and answer is not None
+        if masked:
+            span = f"{span or 'answer'}, credentials masked"
         if answer is not None:  # marked with the store's key: the guard and seam trust it
             key = self._store.marker_key()
             segment = render_segment(ref, span or "", answer, budget, key=key)
@@ -216,16 +223,18 @@ class Rehydrator:
             size=size,
             encoding=encoding,
             fit=fit,
+            masked=masked,
         )
 
-    def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None]:
+    def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None, bool]:
         """Read and verify a whole body for line, grep and query answers (any size), its
-        credentials masked."""
+        credentials masked; the last item says whether any were."""
         result = self._store.read(ref)
         if result.outcome is not ReadOutcome.RESOLVED:
             size = None if result.record is None else result.record.size
-            return result, self._decide(ref, result.outcome, budget, size=size)
-        return _masked(result), None
+            return result, self._decide(ref, result.outcome, budget, size=size), False
+        masked = _masked(result)
+        return masked, None, masked is not result
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -276,21 +285,31 @@ class Rehydrator:
         if result.record.sensitivity is Sensitivity.RESTRICTED and len(result.data) < size:
             # A masked tool's artifact: a credential may cross the range's edges, where a scan
             # of the range alone would not know it. Mask by the whole body's findings.
-            whole, refused = self._whole(ref, limit)
+            whole, refused, _ = self._whole(ref, limit)
             if refused is not None or whole.data is None:
                 return refused or self._decide(ref, whole.outcome, limit, size=size)
-            result = dataclasses.replace(
-                result, data=whole.data[result.start : result.start + len(result.data)]
-            )
+            cut = whole.data[result.start : result.start + len(result.data)]
+            masked = cut != result.data
+            result = dataclasses.replace(result, data=cut)
         else:
+            unmasked = result
             result = _masked(result)
+            masked = result is not unmasked
         assert result.data is not None
         sliced = _text_slice(result.data, result.start)
         if sliced is not None:
             text, first, last = sliced
             span = f"bytes {first}-{last} of {size}"
             return self._decide(
-                ref, result.outcome, limit, answer=text, span=span, start=first, end=last, size=size
+                ref,
+                result.outcome,
+                limit,
+                answer=text,
+                span=span,
+                start=first,
+                end=last,
+                size=size,
+                masked=masked,
             )
         encoded = base64.b64encode(result.data).decode("ascii")
         if len(encoded) > limit:
@@ -310,6 +329,7 @@ class Rehydrator:
             end=last,
             size=size,
             encoding="base64",
+            masked=masked,
         )
 
     def read_lines(
@@ -327,7 +347,7 @@ class Rehydrator:
             raise UsageError("start line must be an integer of at least 1")
         if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < start):
             raise UsageError("end line must be an integer at or after the start line")
-        result, refused = self._whole(ref, limit)
+        result, refused, masked = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
         data = result.data
@@ -360,6 +380,7 @@ class Rehydrator:
             start=begin,
             end=finish,
             size=total,
+            masked=masked,
         )
 
     def grep(
@@ -392,7 +413,7 @@ class Rehydrator:
             regex = compile_pattern(pattern, ignore_case)
         except re2.error:
             raise UsageError("pattern is not a valid regular expression (RE2 syntax)") from None
-        result, refused = self._whole(ref, limit)
+        result, refused, masked = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
         with CPU_BOUND:  # a scan of the whole body: see cargohold._cpu
@@ -420,7 +441,8 @@ class Rehydrator:
         text = "".join(shown) + footer
         if utf8_len(text) > limit:  # a budget too small even for the count line
             return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=utf8_len(text))
-        return self._decide(ref, result.outcome, limit, answer=text, span=f"grep {matched} {noun}")
+        span = f"grep {matched} {noun}"
+        return self._decide(ref, result.outcome, limit, answer=text, span=span, masked=masked)
 
     def query(
         self, ref: Ref | str, expression: str, *, budget: int | None = None
@@ -434,7 +456,7 @@ class Rehydrator:
             compiled = jmespath.compile(expression)
         except jmespath.exceptions.JMESPathError:
             raise UsageError("expression is not valid JMESPath") from None
-        result, refused = self._whole(ref, limit)
+        result, refused, masked = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
         try:
@@ -454,7 +476,7 @@ class Rehydrator:
         size = utf8_len(text)
         if size > limit:
             return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=size)
-        return self._decide(ref, result.outcome, limit, answer=text, span="query")
+        return self._decide(ref, result.outcome, limit, answer=text, span="query", masked=masked)
 
     # -- passing references to tools -----------------------------------------------------
 

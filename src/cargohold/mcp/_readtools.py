@@ -9,6 +9,8 @@ never offloaded again.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp.shared.exceptions import MCPError
@@ -74,7 +76,8 @@ async def call_read_tool(hold: Hold, name: str, arguments: dict[str, Any] | None
 
 
 async def read_artifact(hold: Hold, uri: str, *, bound: int = RESOURCE_BOUND) -> ReadResourceResult:
-    """``resources/read`` of ``artifact://sha256/<hex>``: the exact body when it fits ``bound``.
+    """``resources/read`` of ``artifact://sha256/<hex>``: the exact body when it fits ``bound``
+    (its credentials masked, as every read's are: then ``_meta`` says ``masked``).
 
     The body is verified and owner-checked like every read (one event). The ``_meta`` of the
     contents names the SHA-256 and span of the returned bytes.
@@ -116,14 +119,21 @@ async def read_artifact(hold: Hold, uri: str, *, bound: int = RESOURCE_BOUND) ->
         )
     info = await hold.ainfo(ref)
     media_type = info.record.media_type if info.record is not None else None
-    meta = {
-        STUB_KEY: {
-            "sha256": ref.digest,
-            "size": result.size,
-            "start": result.start,
-            "end": result.end,
-        }
+    facts: dict[str, Any] = {
+        "sha256": ref.digest,
+        "size": result.size,
+        "start": result.start,
+        "end": result.end,
     }
+    if result.masked:  # not the exact body: its credentials are masked; the digest says so
+        returned = (
+            base64.b64decode(result.content)
+            if result.encoding == "base64"
+            else result.content.encode("utf-8", "surrogatepass")
+        )
+        facts["sha256"] = hashlib.sha256(returned).hexdigest()
+        facts["masked"] = True
+    meta = {STUB_KEY: facts}
     if result.encoding == "base64":
         return ReadResourceResult(
             contents=[
