@@ -304,6 +304,8 @@ def test_a_masked_artifact_reads_back_masked_through_the_tools_and_resources(
     (text,) = [b for b in page.content if isinstance(b, TextContent)]
     assert secret not in text.text
     assert ", credentials masked |" in text.text.splitlines()[0]
+    assert page.structured_content is not None
+    assert page.structured_content["masked"] is True
     (contents,) = read.contents
     assert isinstance(contents, TextResourceContents)
     assert secret not in contents.text

@@ -96,6 +96,8 @@ class ToolAnswer:
             those are ``exact``), the changed lines ``first_line``..``last_line`` of the new
             artifact, ``formatting`` and ``style`` (JSON Patch), ``media_type``, ``unchanged``
             and ``existing`` (the same bytes were already stored).
+        masked: The answer was made from a copy with the body's credentials masked (so it is
+            not the exact bytes; ``sha256`` is of what was returned).
     """
 
     tool: str
@@ -112,6 +114,7 @@ class ToolAnswer:
     event: DecisionEvent | None = field(default=None, repr=False)
     parent: Ref | None = None
     change: Mapping[str, Any] | None = field(default=None, hash=False)
+    masked: bool = False
 
     @property
     def ok(self) -> bool:
@@ -136,7 +139,8 @@ class ToolAnswer:
         """The structured part: JSON-ready, never the content itself.
 
         ``change`` appears in an ``artifact_patch`` answer that resolved, and ``parent`` when
-        that answer names a new artifact; the other tools' answers have neither.
+        that answer names a new artifact; the other tools' answers have neither. ``masked``
+        appears (``true``) when a read answered from a masked copy.
         """
         facts: dict[str, Any] = {
             "tool": self.tool,
@@ -153,6 +157,8 @@ class ToolAnswer:
             facts["parent"] = str(self.parent)
         if self.change is not None:
             facts["change"] = dict(self.change)
+        if self.masked:
+            facts["masked"] = True
         return facts
 
 
@@ -511,6 +517,7 @@ class ReadToolset:
             encoding=result.encoding,
             content=content,
             event=result.event,
+            masked=result.masked,
         )
 
 
