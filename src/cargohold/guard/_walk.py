@@ -953,6 +953,21 @@ def _small_text(value: object, floor: int) -> int:
     return size
 
 
+def _flat_input(value: object, floor: int) -> int:
+    """Compact-JSON bytes of a tool call's input if the fast paths may tally it (an object of
+    short keys and scalar values, not typed as an image, under ``floor``), else -1."""
+    if (
+        type(value) is not dict
+        or value.get("type") in _IMAGE_TYPES
+        or not all(
+            type(k) is str and len(k) <= _KEY_MAX and type(v) in _FLAT for k, v in value.items()
+        )
+    ):
+        return -1
+    size = _json_size(value)
+    return size if size < floor else -1
+
+
 def _anthropic_plain(walker: Walker, message: dict[Any, Any], floor: int) -> bool:
     """Tally ``message`` if it has the usual shape (see :func:`_anthropic_loop`); ``False``,
     with nothing tallied, if not."""
@@ -978,18 +993,8 @@ def _anthropic_plain(walker: Walker, message: dict[Any, Any], floor: int) -> boo
                     strings = (block.get("text"),)
                     text += 4  # "text", the block's kind: measured, not summed
                 elif kind == "tool_use" and len(block) == 4:
-                    call_input = block.get("input")
-                    if (
-                        type(call_input) is not dict
-                        or call_input.get("type") in _IMAGE_TYPES
-                        or not all(
-                            type(k) is str and len(k) <= _KEY_MAX and type(v) in _FLAT
-                            for k, v in call_input.items()
-                        )
-                    ):
-                        return False
-                    size = _json_size(call_input)
-                    if size >= floor:
+                    size = _flat_input(block.get("input"), floor)
+                    if size < 0:
                         return False
                     data += size  # measured as compact JSON, judged alone
                     strings = (kind, block.get("id"), block.get("name"))
@@ -1180,18 +1185,8 @@ def _langchain_plain(walker: Walker, message: Any, message_type: type, floor: in
         for call in calls:
             if type(call) is not dict or len(call) != 4:  # {name, args, id, type}
                 return False
-            args = call.get("args")
-            if (
-                type(args) is not dict
-                or args.get("type") in _IMAGE_TYPES
-                or not all(
-                    type(k) is str and len(k) <= _KEY_MAX and type(v) in _FLAT
-                    for k, v in args.items()
-                )
-            ):
-                return False
-            size = _json_size(args)
-            if size >= floor:
+            size = _flat_input(call.get("args"), floor)
+            if size < 0:
                 return False
             data += size
             for value in (call.get("name"), call.get("id"), call.get("type")):
