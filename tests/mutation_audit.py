@@ -76,6 +76,7 @@ POSTGRES = "src/cargohold/store/_postgres.py"
 CORE = "src/cargohold/store/_core.py"
 RECORDS = "src/cargohold/_records.py"
 WALK = "src/cargohold/guard/_walk.py"
+FORMATS = "src/cargohold/guard/_formats.py"
 GUARD = "src/cargohold/guard/_guard.py"
 SEGMENT = "src/cargohold/_segment.py"
 STUB = "src/cargohold/_stub.py"
@@ -384,7 +385,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "        if size > self.threshold:\n            self.judge(",
        "a raw part of exactly the heavy threshold passes",
        GUARD_TESTS),
-    _m("guard-chat-fast-path-at-threshold", "guard", WALK,
+    _m("guard-chat-fast-path-at-threshold", "guard", FORMATS,
        "                    size < threshold\n                    # value[0] first",
        "                    size <= threshold\n                    # value[0] first",
        "a raw chat message string of exactly the threshold passes (the fast path)",
@@ -471,7 +472,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "            self.threshold = self.base",
        "the guard judges every tool result at the global threshold, not its per-tool one",
        FORGERY_TESTS),
-    _m("guard-fast-path-skips-lower-tool-thresholds", "guard", WALK,
+    _m("guard-fast-path-skips-lower-tool-thresholds", "guard", FORMATS,
        "    threshold = walker.floor\n",
        "    threshold = walker.threshold\n",
        "a chat tool result under the global threshold but over its tool's lower one passes",

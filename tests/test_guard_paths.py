@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from cargohold._tokens import count_tokens
 from cargohold.guard import Guard
+from cargohold.guard._formats import walk_anthropic, walk_langchain, walk_openai_chat
 from cargohold.guard._guard import MESSAGE_TOKENS
-from cargohold.guard._walk import Walker, walk_anthropic, walk_langchain, walk_openai_chat
+from cargohold.guard._walk import Walker
 
 THRESHOLD = 600
 TOOL_THRESHOLDS = {"low_tool": 300, "high_tool": 2_000}

@@ -48,14 +48,14 @@ from cargohold.guard._errors import (
     ContextWindowExceededError,
     ContextWindowUnknownError,
 )
-from cargohold.guard._models import window_for
-from cargohold.guard._walk import (
-    Walker,
+from cargohold.guard._formats import (
     walk_anthropic,
     walk_langchain,
     walk_openai_chat,
     walk_openai_responses,
 )
+from cargohold.guard._models import window_for
+from cargohold.guard._walk import Walker
 
 DEFAULT_MARGIN = 4096
 """Tokens kept free below the window by default (room for the answer)."""

@@ -1,0 +1,653 @@
+"""Where each request format keeps its messages, and the walk of each.
+
+Chat Completions, Responses, Anthropic Messages and LangChain messages: each format's walker
+knows its places (messages, content parts, tool calls and results, system prompts) and hands
+every leaf to a :class:`~cargohold.guard._walk.Walker`, which measures and judges it. Each of
+chat, Anthropic and LangChain has a fast path that tallies the usual message shapes inline
+(the hot path of ``bench.guard``) and sends anything else down the general path;
+``tests/test_guard_paths.py`` holds each fast path to the general one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cargohold._errors import UsageError
+from cargohold.guard._walk import (
+    _DATA_URL_MIN,
+    _KEY_MAX,
+    _LANGCHAIN_SKIP,
+    TEXT,
+    Node,
+    Walker,
+    _flat_input,
+    _langchain_base,
+    _langchain_view,
+    _plain,
+    _small_text,
+    _tool_name,
+    _utf8,
+)
+
+# -- OpenAI Chat Completions ------------------------------------------------------------------
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_OTHER_KEYS = frozenset(
+    {"tools", "functions", "tool_choice", "response_format", "text", "system", "instructions"}
+)
+"""Top-level keys :meth:`Walker.other` gives a meaning of their own (JSON, a system prompt)."""
+
+
+def walk_openai_chat(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "messages": [...], "tools": [...], ...}`` of ``chat.completions.create``."""
+    floor = walker.floor
+    for key, value in request.items():
+        if key == "messages" and (
+            type(value) is list or (isinstance(value, Sequence) and not isinstance(value, str))
+        ):
+            _chat_messages(walker, value, (None, "messages"))
+        elif type(key) is not str or len(key) > _KEY_MAX or key in _OTHER_KEYS:
+            walker.other(key, value)
+        elif (
+            type(value) is str
+            and value.isascii()
+            and len(value) <= _DATA_URL_MIN
+            and len(value) < floor
+        ):
+            walker.text_bytes += len(value)  # the model's name and such: a short string
+            if walker.collect is not None:
+                walker.collect.append(value)
+        elif value is None or type(value) in (int, float, bool):
+            continue  # a number or a flag: nothing to measure
+        else:
+            walker.other(key, value)
+
+
+def _chat_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    if walker.collect is not None:  # the counting pass: the general path, collecting texts
+        walker.messages += len(messages)
+        for index, message in enumerate(messages):
+            _chat_other(walker, message, index, base)
+        walker.index, walker.tool = None, None
+        return
+    try:
+        _chat_loop(walker, messages, base)
+    except TypeError as exc:  # len() of a key that is not a string (see _chat_loop)
+        for message in messages:
+            if type(message) is dict and not all(type(key) is str for key in message):
+                raise UsageError("a chat message's keys are strings") from exc
+        raise
+
+
+def _chat_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    # The hot path of the benchmark, in one function (after a 2 MiB dump has evicted the
+    # caches, every other function it would call costs a cache miss): plain string leaves are
+    # measured into local tallies, the usual tool call {id, type, function: {name, arguments}}
+    # too; anything else (a heavy or data-URL string, a long key, parts, an unusual call) goes
+    # to the general path, _chat_value. A key is checked by its len() alone, the cheapest test
+    # there is: a key that is not a string (no chat message has one) raises TypeError, made a
+    # UsageError by the caller. The floor: a tool result under its own (lower) threshold must
+    # reach the general path. The counting pass (collect) never comes here.
+    threshold = walker.floor
+    calls = walker.calls
+    text_bytes = 0
+    json_bytes = 0
+    walker.messages += len(messages)
+    for index, message in enumerate(messages):
+        if type(message) is not dict:
+            _chat_other(walker, message, index, base)
+            continue
+        for key, value in message.items():
+            if type(value) is str:
+                if value.isascii():
+                    size = len(value)
+                else:
+                    size = len(value.encode("utf-8", "surrogatepass"))
+                if (
+                    size < threshold
+                    # value[0] first: one index is cheaper than a startswith call
+                    and (size <= _DATA_URL_MIN or value[0] != "d" or not value.startswith("data:"))
+                    and len(key) <= _KEY_MAX  # a long key is content: measured by the helper
+                ):
+                    text_bytes += size
+                    continue
+            elif value is None:
+                if len(key) <= _KEY_MAX:
+                    continue
+            elif key == "tool_calls" and type(value) is list:
+                for position, call in enumerate(value):
+                    # Exactly {id, type, function: {name, arguments}}, short ASCII strings (at
+                    # most a quarter of the threshold in characters, so under it in bytes).
+                    if type(call) is dict and len(call) == 3:
+                        try:
+                            function, call_id, kind = call["function"], call["id"], call["type"]
+                            if type(function) is dict and len(function) == 2:
+                                name, arguments = function["name"], function["arguments"]
+                            else:
+                                name = arguments = None
+                        except KeyError:
+                            name = arguments = None
+                        if (
+                            type(arguments) is str
+                            and type(name) is str
+                            and type(call_id) is str
+                            and type(kind) is str
+                            and arguments.isascii()
+                            and (len(call_id) + len(kind) + len(name) + len(arguments)) * 4
+                            < threshold
+                        ):
+                            calls[call_id] = name  # validated when a finding names it
+                            text_bytes += len(call_id) + len(kind) + len(name)
+                            json_bytes += len(arguments)
+                            continue
+                    walker.index, walker.tool, walker.where = index, None, "text"
+                    _chat_tool_call(walker, call, (((base, index), key), position))
+                continue
+            _chat_value(walker, message, index, (base, index), key, value)
+    walker.text_bytes += text_bytes
+    walker.json_bytes += json_bytes
+    walker.index, walker.tool = None, None
+
+
+def _chat_other(walker: Walker, message: Any, index: int, base: Node) -> None:
+    plain = message if isinstance(message, Mapping) else _plain(message)
+    if isinstance(plain, Mapping):
+        for key, value in plain.items():
+            if value is not None:
+                _chat_value(walker, plain, index, (base, index), key, value)
+            else:
+                walker.key(key, (base, index))
+    else:
+        walker.index, walker.tool, walker.where = index, None, "other"
+        walker.any(message, (base, index))
+
+
+def _chat_value(
+    walker: Walker, message: Mapping[str, Any], index: int, node: Node, key: str, value: Any
+) -> None:
+    role = message.get("role")
+    walker.index, walker.tool = index, None
+    walker.where = "system" if role in _SYSTEM_ROLES else "text"
+    if type(key) is not str or len(key) > _KEY_MAX:
+        walker.key(key, node)
+    if key == "content" and role in ("tool", "function"):
+        tool = walker.called(message.get("tool_call_id")) if role == "tool" else None
+        walker.tool_result(value, (node, key), tool or _tool_name(message.get("name")))
+    elif key == "content" and type(value) is list:
+        _chat_parts(walker, value, (node, key))
+    elif key == "content" and not isinstance(value, str):
+        walker.parts(value, (node, key))
+    elif key == "tool_calls" and type(value) is list:
+        for position, call in enumerate(value):
+            _chat_tool_call(walker, call, ((node, key), position))
+    elif key == "function_call" and isinstance(value, Mapping):
+        _chat_tool_call(walker, {"function": value}, (node, key), bare=True)
+    else:
+        walker.any(value, (node, key))
+
+
+def _chat_parts(walker: Walker, parts: list[Any], node: Node) -> None:
+    """A message's content parts: text parts inline, the rest generically; then the message
+    judged as a whole (the texts of its parts and its non-image attachments)."""
+    threshold = walker.threshold
+    collect = walker.collect
+    found = len(walker.findings)
+    outer = None  # a group, begun at the first part walked generically (most parts are text)
+    text_bytes = 0
+    texts = 0  # the text of the text parts, not their "type"
+    for position, part in enumerate(parts):
+        if type(part) is not dict or part.get("type") != "text":
+            if outer is None:
+                outer = walker.begin_group(attachments=False)
+            walker.any(part, (node, position))
+            continue
+        plain = len(part) == 2 and "text" in part  # exactly {"type", "text"}: no key to check
+        for key, value in part.items():
+            if not plain and (type(key) is not str or len(key) > _KEY_MAX):
+                walker.key(key, (node, position))
+            if type(value) is str:
+                size = len(value) if value.isascii() else _utf8(value)
+                text_bytes += size
+                if key != "type":
+                    texts += size
+                if collect is not None:
+                    collect.append(value)
+                if size >= threshold:
+                    walker.judge(value, size, ((node, position), key), walker.where)
+            elif value is not None:
+                walker.any(value, ((node, position), key))
+    walker.text_bytes += text_bytes
+    leaves: list[tuple[str, int]] = []
+    if outer is not None:
+        leaves = walker.group or []
+        walker.group, walker.group_hit, walker.group_all = outer
+    if len(walker.findings) > found:  # a part was a finding already: not judged twice
+        return
+    size = texts + sum(n for _, n in leaves) if leaves else texts
+    if size < threshold:
+        return
+    # Rare: at or over the threshold as a whole; genuine stubs and segments do not count.
+    inline = [
+        (value, _utf8(value))
+        for part in parts
+        if type(part) is dict and part.get("type") == "text"
+        for key, value in part.items()
+        if key != "type" and type(value) is str
+    ]
+    raw = size - sum(n for text, n in [*inline, *leaves] if walker.genuine(text))
+    if raw >= threshold:
+        walker.find(node, raw, walker.where)
+
+
+def _chat_tool_call(walker: Walker, call: Any, node: Node, *, bare: bool = False) -> None:
+    if type(call) is not dict and not isinstance(call, Mapping):
+        walker.any(call, node)
+        return
+    threshold = walker.threshold
+    function = call.get("function")
+    name = function.get("name") if type(function) is dict or isinstance(function, Mapping) else None
+    call_id = call.get("id")
+    if type(call_id) is str and type(name) is str:
+        walker.calls[call_id] = name  # validated when a finding names it
+    for key, value in call.items():
+        if type(key) is not str or len(key) > _KEY_MAX:
+            walker.key(key, node)
+        if key == "function" and (type(value) is dict or isinstance(value, Mapping)):
+            fnode = node if bare else (node, key)
+            for fkey, fvalue in value.items():
+                if type(fkey) is not str or len(fkey) > _KEY_MAX:
+                    walker.key(fkey, fnode)
+                if fkey == "arguments":
+                    if type(fvalue) is str and len(fvalue) * 4 < threshold and fvalue.isascii():
+                        walker.json_bytes += len(fvalue)
+                        if walker.collect is not None:
+                            walker.collect.append(fvalue)
+                    else:
+                        walker.tool_input(fvalue, (fnode, fkey), _tool_name(name))
+                elif type(fvalue) is str and len(fvalue) * 4 < threshold:
+                    walker.text_bytes += len(fvalue)
+                    if walker.collect is not None:
+                        walker.collect.append(fvalue)
+                else:
+                    walker.any(fvalue, (fnode, fkey))
+        elif type(value) is str and len(value) * 4 < threshold:
+            walker.text_bytes += len(value)  # ids and types: short, tallied as characters
+            if walker.collect is not None:
+                walker.collect.append(value)
+        else:
+            walker.any(value, (node, key))
+
+
+# -- OpenAI Responses -------------------------------------------------------------------------
+
+
+def walk_openai_responses(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "input": str | [...], "instructions", "tools", ...}`` of ``responses.create``."""
+    for key, value in request.items():
+        if key == "input":
+            walker.where = "text"
+            if isinstance(value, str):
+                walker.index, walker.tool = 0, None
+                walker.messages += 1
+                walker.leaf(value, (None, key), TEXT)
+            elif isinstance(value, Sequence):
+                for index, item in enumerate(value):
+                    _response_item(walker, item, index, ((None, key), index))
+            else:
+                walker.other(key, value)
+        else:
+            walker.other(key, value)
+
+
+def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
+    walker.index, walker.tool = index, None
+    walker.messages += 1
+    if not isinstance(item, Mapping):
+        plain = _plain(item)
+        if not isinstance(plain, Mapping):
+            walker.where = "other"
+            walker.any(item, node)
+            return
+        item = plain
+    kind = item.get("type")
+    role = item.get("role")
+    walker.where = "system" if role in _SYSTEM_ROLES else "text"
+    if isinstance(kind, str) and kind.endswith("_output"):
+        tool = walker.called(item.get("call_id"))
+        for key, value in item.items():
+            walker.key(key, node)
+            if key == "output":
+                walker.tool_result(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+        return
+    if isinstance(kind, str) and kind.endswith("_call"):
+        tool = walker.remember_call(item.get("call_id") or item.get("id"), item.get("name"))
+        walker.tool = tool
+        for key, value in item.items():
+            walker.key(key, node)
+            if key in ("arguments", "input", "action"):
+                walker.tool_input(value, (node, key), tool)
+            elif key == "output":  # mcp_call carries its own result
+                walker.tool_result(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+        return
+    walker.mapping(item, node, parts="content")
+
+
+# -- Anthropic Messages -----------------------------------------------------------------------
+
+
+def walk_anthropic(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "system", "messages": [...], "tools", ...}`` of ``messages.create``."""
+    for key, value in request.items():
+        if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
+            base: Node = (None, "messages")
+            if walker.collect is None:  # the counting pass takes the general path
+                _anthropic_loop(walker, value, base)
+                continue
+            for index, message in enumerate(value):
+                _anthropic_message(walker, message, index, (base, index))
+        else:
+            walker.other(key, value)
+
+
+def _anthropic_loop(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    # The usual messages measured inline, as _chat_loop does for chat: a string content, or
+    # blocks that are exactly {type: text, text}, {type: tool_use, id, name, input: a flat
+    # object} or {type: tool_result, tool_use_id, content: a string}, with short keys, no
+    # string at or over the lowest threshold or holding a data URL, and the message's parts
+    # summing under it (so no finding is possible). Anything else takes the general path,
+    # _anthropic_message, message by message; tests/test_guard_paths.py holds the two to the
+    # same tallies and findings.
+    floor = walker.floor
+    text_bytes = 0
+    plain = 0
+    for index, message in enumerate(messages):
+        if type(message) is dict and len(message) == 2:
+            # The commonest: exactly {role, content}, two strings (inline, no call).
+            role, content = message.get("role"), message.get("content")
+            if type(role) is str and type(content) is str and role.isascii():
+                if content.isascii():
+                    size = len(content)
+                else:
+                    size = len(content.encode("utf-8", "surrogatepass"))
+                if (
+                    size < floor
+                    and len(role) <= _DATA_URL_MIN
+                    and len(role) < floor
+                    and (size <= _DATA_URL_MIN or not content.startswith("data:"))
+                ):
+                    text_bytes += len(role) + size
+                    plain += 1
+                    continue
+        if type(message) is not dict or not _anthropic_plain(walker, message, floor):
+            _anthropic_message(walker, message, index, (base, index))
+    walker.text_bytes += text_bytes
+    walker.messages += plain
+
+
+def _anthropic_plain(walker: Walker, message: dict[Any, Any], floor: int) -> bool:
+    """Tally ``message`` if it has the usual shape (see :func:`_anthropic_loop`); ``False``,
+    with nothing tallied, if not."""
+    text = 0  # text-family bytes
+    group = 0  # what the message's group sums: the parts, not the text blocks' kind
+    data = 0  # JSON bytes of tool inputs
+    calls: list[tuple[object, object]] = []
+    for key, value in message.items():
+        if type(key) is not str or len(key) > _KEY_MAX:
+            return False
+        if type(value) is str:
+            size = _small_text(value, floor)
+            if size < 0:
+                return False
+            text += size
+        elif key == "content" and type(value) is list:
+            for block in value:
+                if type(block) is not dict:
+                    return False
+                kind = block.get("type")
+                strings: tuple[object, ...]
+                if kind == "text" and len(block) == 2:
+                    strings = (block.get("text"),)
+                    text += 4  # "text", the block's kind: measured, not summed
+                elif kind == "tool_use" and len(block) == 4:
+                    size = _flat_input(block.get("input"), floor)
+                    if size < 0:
+                        return False
+                    data += size  # measured as compact JSON, judged alone
+                    strings = (kind, block.get("id"), block.get("name"))
+                    calls.append((block.get("id"), block.get("name")))
+                elif kind == "tool_result" and len(block) == 3:
+                    size = _small_text(block.get("content"), floor)
+                    if size < 0:
+                        return False
+                    text += size  # a group of its own: one string under the floor
+                    strings = (kind, block.get("tool_use_id"))
+                else:
+                    return False
+                for string in strings:
+                    if (
+                        type(string) is str
+                        and string.isascii()
+                        and len(string) <= _DATA_URL_MIN
+                        and len(string) < floor
+                    ):
+                        size = len(string)  # an id, a name, a kind: short ASCII, inline
+                    else:
+                        size = _small_text(string, floor)
+                        if size < 0:
+                            return False
+                    text += size
+                    group += size
+            if group >= floor:
+                return False
+        elif value is not None:
+            return False
+    walker.messages += 1
+    walker.text_bytes += text
+    walker.json_bytes += data
+    for call_id, name in calls:
+        walker.remember_call(call_id, name)
+    return True
+
+
+def _anthropic_message(walker: Walker, message: Any, index: int, node: Node) -> None:
+    walker.index, walker.tool = index, None
+    walker.where = "text"
+    walker.messages += 1
+    if not isinstance(message, Mapping):
+        plain = _plain(message)
+        if not isinstance(plain, Mapping):
+            walker.any(message, node)
+            return
+        message = plain
+    for key, value in message.items():
+        walker.key(key, node)
+        if key == "content" and isinstance(value, list | tuple):
+            outer = walker.begin_group(attachments=False)
+            for position, block in enumerate(value):
+                _anthropic_block(walker, block, ((node, key), position))
+            walker.where, walker.tool = "text", None
+            walker.end_group((node, key), outer)
+        elif key == "content" and value is not None and not isinstance(value, str):
+            walker.parts(value, (node, key))
+        elif isinstance(value, str):
+            walker.leaf(value, (node, key), TEXT)
+        elif value is not None:
+            walker.any(value, (node, key))
+
+
+def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
+    walker.tool, walker.where = None, "text"
+    if not isinstance(block, Mapping):
+        walker.any(block, node)
+        return
+    kind = block.get("type")
+    if kind == "text":
+        for key, value in block.items():
+            walker.key(key, node)
+            if key == "type" and isinstance(value, str):
+                walker.leaf_alone(value, (node, key), TEXT)  # a block's kind, not its text
+            elif isinstance(value, str):
+                walker.leaf(value, (node, key), TEXT)
+            elif value is not None:
+                walker.any(value, (node, key))
+    elif isinstance(kind, str) and kind.endswith("tool_use"):
+        tool = walker.remember_call(block.get("id"), block.get("name"))
+        for key, value in block.items():
+            walker.key(key, node)
+            if key == "input":
+                walker.tool_input(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+    elif isinstance(kind, str) and kind.endswith("tool_result"):
+        tool = walker.called(block.get("tool_use_id"))
+        for key, value in block.items():
+            walker.key(key, node)
+            if key == "content":
+                walker.tool_result(value, (node, key), tool)
+            else:
+                walker.any(value, (node, key))
+    else:
+        walker.mapping(block, node)
+
+
+# -- LangChain messages -----------------------------------------------------------------------
+
+_LC_TOOL_KINDS = frozenset({"tool", "function"})
+
+
+def walk_langchain(walker: Walker, request: Any) -> None:
+    """A list of LangChain messages, or a mapping whose ``messages`` key holds one."""
+    if isinstance(request, Mapping):
+        for key, value in request.items():
+            if key == "messages" and isinstance(value, Sequence) and not isinstance(value, str):
+                _langchain_messages(walker, value, (None, "messages"))
+            else:
+                walker.other(key, value)
+    else:
+        _langchain_messages(walker, request, (None, "messages"))
+
+
+def _langchain_plain(walker: Walker, message: Any, message_type: type, floor: int) -> bool:
+    """Tally a LangChain message object of the usual shape inline, as the general path would
+    (its kind, a string content, name, tool_call_id, tool calls with a flat ``args``), when no
+    part of it can be a finding; ``False``, with nothing tallied, for anything else (a list
+    content, additional_kwargs, invalid tool calls, a string over the lowest threshold).
+    tests/test_guard_paths.py holds it to the general path."""
+    if not isinstance(message, message_type):
+        return False
+    fields = message.__dict__
+    if fields.get("additional_kwargs") or fields.get("invalid_tool_calls"):
+        return False
+    text = 0
+    data = 0
+    for value in (fields.get("type"), fields.get("content")):
+        size = _small_text(value, floor)
+        if size < 0:
+            return False
+        text += size
+    for name in ("name", "tool_call_id"):
+        value = fields.get(name)
+        if value:
+            size = _small_text(value, floor)
+            if size < 0:
+                return False
+            text += size
+    pairs: list[tuple[object, object]] = []
+    calls = fields.get("tool_calls")
+    if calls:
+        if type(calls) is not list:
+            return False
+        for call in calls:
+            if type(call) is not dict or len(call) != 4:  # {name, args, id, type}
+                return False
+            size = _flat_input(call.get("args"), floor)
+            if size < 0:
+                return False
+            data += size
+            for value in (call.get("name"), call.get("id"), call.get("type")):
+                size = _small_text(value, floor)
+                if size < 0:
+                    return False
+                text += size
+            pairs.append((call.get("id"), call.get("name")))
+    walker.messages += 1
+    walker.text_bytes += text
+    walker.json_bytes += data
+    for call_id, call_name in pairs:
+        walker.remember_call(call_id, call_name)
+    return True
+
+
+def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> None:
+    message_type = _langchain_base()
+    floor = walker.floor
+    fast = walker.collect is None and message_type is not None  # counting: the general path
+    for index, message in enumerate(messages):
+        if (
+            fast
+            and message_type is not None
+            and _langchain_plain(walker, message, message_type, floor)
+        ):
+            continue
+        node = (base, index)
+        walker.index, walker.tool = index, None
+        walker.messages += 1
+        view = _langchain_view(message, message_type)
+        if view is None:
+            walker.where = "other"
+            walker.any(message, node)
+            continue
+        kind = view.get("type") or view.get("role")
+        walker.where = "system" if kind in ("system", "developer") else "text"
+        for call in view.get("tool_calls") or ():
+            if isinstance(call, Mapping):
+                walker.remember_call(call.get("id"), call.get("name"))
+        for key, value in view.items():
+            walker.key(key, node)
+            if key in _LANGCHAIN_SKIP or value is None:
+                continue
+            if key == "content" and kind in _LC_TOOL_KINDS:
+                tool = _tool_name(view.get("name")) or walker.called(view.get("tool_call_id"))
+                walker.tool_result(value, (node, key), tool)
+            elif key in ("tool_calls", "invalid_tool_calls") and isinstance(value, Sequence):
+                for position, call in enumerate(value):
+                    _langchain_tool_call(walker, call, ((node, key), position))
+            elif key == "additional_kwargs" and isinstance(value, Mapping):
+                _langchain_kwargs(walker, value, (node, key))
+            elif isinstance(value, str):
+                walker.leaf(value, (node, key), TEXT)
+            elif key == "content":
+                walker.parts(value, (node, key))
+            else:
+                walker.any(value, (node, key))
+            walker.where = "system" if kind in ("system", "developer") else "text"
+
+
+def _langchain_tool_call(walker: Walker, call: Any, node: Node) -> None:
+    if not isinstance(call, Mapping):
+        walker.any(call, node)
+        return
+    tool = _tool_name(call.get("name"))
+    for key, value in call.items():
+        walker.key(key, node)
+        if key == "args":
+            walker.tool_input(value, (node, key), tool)
+        else:
+            walker.any(value, (node, key))
+
+
+def _langchain_kwargs(walker: Walker, kwargs: Mapping[str, Any], node: Node) -> None:
+    for key, value in kwargs.items():
+        walker.key(key, node)
+        if key == "tool_calls" and isinstance(value, Sequence):
+            for position, call in enumerate(value):
+                _chat_tool_call(walker, call, ((node, key), position))
+        elif key == "function_call" and isinstance(value, Mapping):
+            _chat_tool_call(walker, {"function": value}, (node, key), bare=True)
+        else:
+            walker.any(value, (node, key))
