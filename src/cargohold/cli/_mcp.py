@@ -125,10 +125,11 @@ def proxy(
     """Run an MCP server behind cargohold: heavy tool results arrive as stubs.
 
     Starts COMMAND (or connects to --url) and forwards everything between it and the client
-    (tools, resources, prompts, notifications, progress, cancellation, logging), adds the read
-    tools, and replaces each heavy part of each tool result (text, structured content,
-    embedded resources, images, audio) with a bounded stub and a resource_link to the
-    artifact:// holding its exact bytes. An upstream that hangs, crashes or answers garbage
+    (tools, resources, prompts, notifications, progress, cancellation, logging; elicitation and
+    sampling with --forward), adds the read tools, and replaces each heavy part of each tool
+    result (text, structured content, embedded resources, images, audio), resource and prompt
+    with a bounded stub naming the artifact:// that holds its exact bytes (for a tool result,
+    with a resource_link to it too). An upstream that hangs, crashes or answers garbage
     gives the client a clear MCP error within --timeout; the proxy keeps serving.
 
     \b
