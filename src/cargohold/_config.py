@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cargohold._errors import CargoholdError, ConfigError
+from cargohold._errors import CargoholdError, ConfigError, InvalidScopeError
 from cargohold._records import Limits
 from cargohold._scope import Scope, check_part
 
@@ -50,6 +50,13 @@ if TYPE_CHECKING:  # the store imports this module: typing only
 ENV_PREFIX = "CARGOHOLD_"
 DEFAULT_TENANT = "local"
 DEFAULT_SESSION = "default"
+"""The CLI's documented session (one person's shell is one scope); the library has none."""
+NO_SESSION = (
+    "no session: give one as cargohold.open(session=...), CARGOHOLD_SESSION or session = "
+    '"..." in cargohold.toml (a session names one run, thread or conversation; unrelated runs '
+    "must not share one)"
+)
+"""What a library caller is told when no argument, variable or file names the session."""
 MAX_READ_BUDGET = 1024 * 1024
 """The largest read budget a configuration may set (1 MiB, as every read answer)."""
 
@@ -295,7 +302,9 @@ class Settings:
         blobs_threshold: Bodies of more than this many bytes go to the bucket (64 KiB).
         tenant: Tenant for surfaces that need a scope (the CLI); defaults to ``local``.
         user: User for such surfaces; defaults to the OS user name.
-        session: Session for such surfaces; defaults to ``default``.
+        session: The session from an argument, ``CARGOHOLD_SESSION`` or the file; ``None``
+            when none names one (:meth:`scope` then refuses: only the CLI, which passes
+            ``default_session``, has a default).
         limits: Store limits.
         sliding_ttl: Whether each resolved read through a :class:`~cargohold.Hold` extends the
             artifact's life by the TTL again (off by default: bytes live their TTL from the
@@ -324,7 +333,7 @@ class Settings:
     store: str | None = dataclasses.field(repr=False)
     tenant: str = dataclasses.field(repr=False)
     user: str = dataclasses.field(repr=False)
-    session: str = dataclasses.field(repr=False)
+    session: str | None = dataclasses.field(repr=False)
     limits: Limits
     sliding_ttl: bool = False
     heavy_threshold: int = 32 * 1024
@@ -356,7 +365,14 @@ class Settings:
         )
 
     def scope(self, **attribution: str | None) -> Scope:
-        """The scope these settings name, with optional task/worker/agent attribution."""
+        """The scope these settings name, with optional task/worker/agent attribution.
+
+        Raises:
+            InvalidScopeError: no session was given (an argument, ``CARGOHOLD_SESSION`` or the
+                file): a missing identity component is an error, never a shared default.
+        """
+        if self.session is None:
+            raise InvalidScopeError(NO_SESSION)
         return Scope(self.tenant, self.user, self.session, **attribution)
 
 
@@ -423,6 +439,7 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     config_file: str | os.PathLike[str] | None = None,
+    default_session: str | None = None,
 ) -> Settings:
     """Resolve settings once: explicit ``overrides`` > environment > file > defaults.
 
@@ -431,6 +448,9 @@ def load_settings(
         environ: The environment to read (``os.environ`` when omitted).
         cwd: Where to start looking for a configuration file.
         config_file: A file to read instead of searching (also ``CARGOHOLD_CONFIG``).
+        default_session: The session when none is given; ``None`` (the library's rule)
+            leaves ``session`` unset, so :meth:`Settings.scope` and :func:`cargohold.open`
+            refuse. The CLI passes :data:`DEFAULT_SESSION`, its documented default.
 
     Raises:
         ConfigError: an unreadable file, an unknown key, or a value of the wrong type.
@@ -479,7 +499,7 @@ def load_settings(
         store=model["store"] or None,
         tenant=model["tenant"] or DEFAULT_TENANT,
         user=model["user"] or _default_user(),
-        session=model["session"] or DEFAULT_SESSION,
+        session=model["session"] or default_session,
         limits=limits,
         sliding_ttl=model["sliding_ttl"],
         heavy_threshold=model["heavy_threshold"],

@@ -124,7 +124,9 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
             ``None`` for the configured store (the embedded local store by default).
         tenant: The owner's tenant (a hard partition).
         user: The owner's user.
-        session: The owner's session (a run, a thread, a conversation).
+        session: The owner's session (a run, a thread, a conversation). Required: from this
+            argument, ``CARGOHOLD_SESSION`` or the configuration file; there is no default, so
+            unrelated runs never share a scope (only the CLI has one, ``default``).
         task: Attribution: the task, stored with each artifact.
         worker: Attribution: the worker.
         agent: This agent's id in events (an attribution label, not an identity).
@@ -141,7 +143,8 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
 
     Raises:
         ConfigError: a bad configuration value or store URL.
-        InvalidScopeError: a scope part that is empty or malformed.
+        InvalidScopeError: no session given anywhere, or a scope part that is empty or
+            malformed.
     """
     overrides: dict[str, Any] = {
         "tenant": tenant,
@@ -158,6 +161,8 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
     settings = load_settings(overrides, config_file=config_file)
     if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
         raise UsageError("max_workers must be a positive integer")
+    # Before the store opens: no session named anywhere refuses here, leaving nothing open.
+    scope = settings.scope(task=task, worker=worker, agent=agent)
     if store is not None and not isinstance(store, str | os.PathLike):
         backend: StoreBackend = store
         owns = False
@@ -165,7 +170,6 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
         backend = settings.open_store()
         owns = True
     shared = _Shared(backend, settings, owns_store=owns, max_workers=max_workers)
-    scope = settings.scope(task=task, worker=worker, agent=agent)
     summary = RunSummary()
     reporter = Reporter([summary, *sinks], agent_id=agent or "main")
     return Hold(shared, scope, reporter=reporter, summary=summary, ttl=ttl)

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from cargohold._config import Settings, load_settings
+from cargohold._config import DEFAULT_SESSION, Settings, load_settings
 from cargohold._errors import UsageError
 from cargohold._records import ReadResult
 from cargohold._ref import PREFIX
@@ -67,7 +67,9 @@ class App:
     def settings(self) -> Settings:
         """The settings, resolved once: options > environment > file > defaults."""
         if self._settings is None:
-            self._settings = load_settings(self._overrides, config_file=self._config_file)
+            self._settings = load_settings(
+                self._overrides, config_file=self._config_file, default_session=DEFAULT_SESSION
+            )
         return self._settings
 
     @property
