@@ -41,7 +41,7 @@ from cargohold._marks import check_key, same, tag
 from cargohold._ref import PREFIX, Ref
 from cargohold._text import utf8_len
 from cargohold._tokens import Family, body_tokens, family_of
-from cargohold.projection import Projection, ProjectionClass, detect, project
+from cargohold.projection import Detection, Projection, ProjectionClass, detect, project
 
 MARKER = "[cargohold]"
 """The stable first token of every stub and notice cargohold puts into a conversation."""
@@ -182,6 +182,7 @@ def render_stub(
     failed: bool = False,
     read_tools: ReadTools = DEFAULT_READ_TOOLS,
     key: bytes | None = None,
+    detection: Detection | None = None,
 ) -> Stub:
     """Render the stub of stored bytes. The bytes must already be stored under ``ref``.
 
@@ -196,11 +197,14 @@ def render_stub(
         read_tools: The read tool names the surface offers.
         key: The store's marker key (its ``marker_key()``): the check is then one a guard
             holding the key trusts. Without one, a plain digest (tests, documentation).
+        detection: ``detect(data, media_type=media_type, failed=failed)`` when the caller
+            made it already (to record the kind and class on the artifact record before the
+            put): the bytes are then not sniffed twice.
     """
     budget = Budget.parse(budget)
     secret = None if key is None else check_key(key)
     size = len(data)
-    found = detect(data, media_type=media_type, failed=failed)
+    found = detection or detect(data, media_type=media_type, failed=failed)
     state = "complete" if complete else "truncated by its producer"
     tail = f"{read_tools.hint(json_like=found.kind in ('json', 'ndjson'))}\n"
     closing_len = utf8_len(f"{MARKER} end of stub | budget {budget.label} | check ") + 16

@@ -1,8 +1,9 @@
 """Projection: what a stub's preview shows of a body, deterministically and within a budget.
 
-Two steps: :func:`detect` names the kind and the projection class from the media type hint and
-the bytes; :func:`project` renders a preview of at most ``budget`` UTF-8 bytes with the projector
-of that kind. Classes (fail-safe):
+:func:`sniff_media_type` names the media type a body's own bytes prove, for a producer that gave
+none. Then two steps: :func:`detect` names the kind and the projection class from the media type
+hint and the bytes; :func:`project` renders a preview of at most ``budget`` UTF-8 bytes with the
+projector of that kind. Classes (fail-safe):
 
 - ``compressible``: a structure-aware preview (JSON, CSV/TSV, logs, HTML, code, diffs, search
   results);
@@ -32,6 +33,7 @@ from cargohold.projection._log import project_log
 from cargohold.projection._model import Builder, Detection, Projection, ProjectionClass
 from cargohold.projection._ndjson import project_ndjson
 from cargohold.projection._search import project_search
+from cargohold.projection._sniff import BINARY_MEDIA_TYPES, sniff_media_type
 from cargohold.projection._text import head_tail
 
 Projector = Callable[[bytes, Detection, int], str]
@@ -122,6 +124,7 @@ def project(
 
 
 __all__ = [
+    "BINARY_MEDIA_TYPES",
     "EXACT_PROJECTORS",
     "PROJECTORS",
     "UNSUPPORTED_DESCRIBERS",
@@ -133,4 +136,5 @@ __all__ = [
     "detect",
     "head_tail",
     "project",
+    "sniff_media_type",
 ]

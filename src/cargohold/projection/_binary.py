@@ -193,6 +193,22 @@ def _riff(head: bytes) -> str | None:
     return f"RIFF container, form {head[8:12].decode('ascii', 'replace')!r}"
 
 
+def _webp(head: bytes) -> str | None:
+    """WebP's canvas size from its first chunk: VP8X (extended), VP8L (lossless) or VP8."""
+    chunk = head[12:16]
+    if chunk == b"VP8X" and len(head) >= 30:
+        width = int.from_bytes(head[24:27], "little") + 1
+        height = int.from_bytes(head[27:30], "little") + 1
+        return f"WebP image {width}x{height} (extended)"
+    if chunk == b"VP8L" and len(head) >= 25 and head[20] == 0x2F:
+        bits = int.from_bytes(head[21:25], "little")
+        return f"WebP image {(bits & 0x3FFF) + 1}x{((bits >> 14) & 0x3FFF) + 1} (lossless)"
+    if chunk == b"VP8 " and len(head) >= 30 and head[23:26] == b"\x9d\x01\x2a":
+        width, height = struct.unpack("<HH", head[26:30])
+        return f"WebP image {width & 0x3FFF}x{height & 0x3FFF} (lossy)"
+    return "WebP image"
+
+
 def _describe(
     kind: str,
     head: bytes,
@@ -221,6 +237,8 @@ def _describe(
         return _sqlite(head)
     if kind == "riff":
         return _riff(head)
+    if kind == "webp":
+        return _webp(head)
     return None
 
 

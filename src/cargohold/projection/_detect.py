@@ -89,6 +89,8 @@ _CODE_HINTS: tuple[tuple[str, re.Pattern[bytes]], ...] = (
 def _binary_format(head: bytes) -> str:
     for magic, name in _MAGIC:
         if head.startswith(magic):
+            if name == "riff" and head[8:12] == b"WEBP":
+                return "webp"  # a RIFF container of the WebP form: an image a model can take
             return name
     return "unknown"
 
