@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import importlib
-import sys
 import time
 from collections.abc import Sequence
 from typing import IO, Any
@@ -22,6 +21,7 @@ from cargohold._records import ArtifactRecord, Sensitivity
 from cargohold._scope import check_part
 from cargohold.cli._context import App, fail_outcome, get_app
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
+from cargohold.cli._output import json_text, write_bytes
 from cargohold.cli._progress import ProgressBar
 from cargohold.cli._render import guess_media_type, human_bytes, record_fields
 
@@ -272,7 +272,8 @@ def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) ->
     of at least 4 hex digits that names one artifact of this scope (as git resolves commits).
 
     A whole read checks the SHA-256 of the whole body; a range read re-hashes only the chunks it
-    touches. Bytes that no longer match their digest are never written (exit 5).
+    touches. Bytes that no longer match their digest are never written (exit 5). Into a pipe
+    or a file the bytes are exact; on a terminal, control characters are shown as \\xNN.
 
     \b
     Examples:
@@ -286,18 +287,14 @@ def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) ->
     result = app.scoped.read(app.resolve_ref(ref), start=start, end=end, max_bytes=max_bytes)
     if not result.ok or result.data is None:
         raise fail_outcome(result)
-    sys.stdout.flush()  # anything already written as text goes first
-    sys.stdout.buffer.write(result.data)
-    sys.stdout.buffer.flush()
+    write_bytes(result.data)  # exact into a pipe or file; escaped on a terminal
 
 
 # -- show, ls, du -------------------------------------------------------------------------------
 
 
 def _echo_json(value: object) -> None:
-    import json  # only for --json: the plain commands do not pay for it at start-up
-
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json_text(value))
 
 
 def _dash(value: object) -> str:

@@ -8,7 +8,6 @@ directory), which ``cargohold events`` shows.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ import click
 from cargohold._records import MAX_READ_BYTES, ReadOutcome
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
+from cargohold.cli._output import escape_controls, json_text, write_bytes, write_text
 from cargohold.cli._render import guess_media_type, outcome_message
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ _OFFLOAD_EXIT = {"rejected": ExitCode.REJECTED, "failed": ExitCode.ERROR}
 
 
 def _echo_json(value: object) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json_text(value))
 
 
 _BUDGET_OPTION = click.option(
@@ -92,9 +92,9 @@ def _finish_read(
         )
     elif result.segment is not None and result.content is not None:
         if raw:  # the answer as it is: no second newline after one it already ends with
-            click.echo(result.content, nl=not result.content.endswith("\n"))
+            write_text(result.content, nl=not result.content.endswith("\n"))
         else:
-            click.echo(result.segment)
+            write_text(result.segment)
     code = OUTCOME_EXIT[ReadOutcome(result.outcome.value)]
     if result.outcome.value != "resolved":
         if not as_json:
@@ -182,11 +182,9 @@ def offload(
             }
         )
     elif isinstance(result.content, bytes):
-        sys.stdout.flush()
-        sys.stdout.buffer.write(result.content)
-        sys.stdout.buffer.flush()
+        write_bytes(result.content)
     else:
-        click.echo(result.content)
+        write_text(result.content)
     event = result.event
     click.echo(
         f"cargohold: {result.outcome.value} ({result.reason.value}): {event.observed_bytes:,} "
@@ -221,6 +219,7 @@ def read(
     The answer is printed as a recovered segment: marker lines naming the reference, the span
     and the SHA-256 of the text, so the offload seam and the edge guard let it through. Text is
     cut to whole characters (the span says exactly which bytes); binary comes back as base64.
+    On a terminal, control characters in the answer are shown as \\xNN, never executed.
 
     \b
     Examples:
@@ -361,7 +360,7 @@ def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
         return
     click.echo(click.style(_event_row(_EVENT_HEADER), bold=True))
     for event in found:
-        click.echo(_event_row(event))
+        click.echo(escape_controls(_event_row(event)))  # a log file anyone may have edited
 
 
 _EVENT_HEADER = {

@@ -1,0 +1,233 @@
+"""What the reading commands write: the stored bytes into a pipe, escaped text on a terminal.
+
+The pipe side runs in-process (click's CliRunner is not a terminal, as a pipe is not). The terminal
+side runs the real console script with its stdout on a pseudo-terminal, since whether stdout is a
+terminal is the process boundary under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import cargohold
+from cargohold.cli import ExitCode, cli
+
+TENANT, USER, SESSION = "tenant-o61", "user-o62", "session-o63"
+
+# What a hostile tool may print: a colour (CSI SGR), a window title (OSC 0, BEL-terminated), a
+# clipboard write (OSC 52, ST-terminated), a screen clear and cursor move (CSI), a one-character C1
+# CSI (U+009B), a bare carriage return that would overwrite a line, and a backspace.
+HOSTILE = (
+    "line 1 ok\n"
+    "\x1b[31mline 2 red\x1b[0m\n"
+    "\x1b]0;owned title\x07line 3\n"
+    "\x1b]52;c;ZWNobyBvd25lZA==\x1b\\line 4\n"
+    "\x1b[2J\x1b[1;1Hline 5\n"
+    "\u009b31mline 6\n"
+    "visible\rhidden line 7\n"
+    "back\x08space line 8\n"
+    "crlf line 9\r\n"
+)
+HOSTILE_BYTES = HOSTILE.encode()
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in list(os.environ):
+        if name.startswith("CARGOHOLD_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("CARGOHOLD_EVENTS_LOG", str(tmp_path / "state" / "events.jsonl"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return tmp_path / "store"
+
+
+def scope_args(root: Path) -> list[str]:
+    return ["--store", str(root), "--tenant", TENANT, "--user", USER, "--session", SESSION]
+
+
+def run(root: Path, *args: str, input: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, [*scope_args(root), *args], input=input, catch_exceptions=False)
+
+
+def put(root: Path, data: bytes, media_type: str = "text/plain") -> str:
+    result = run(root, "put", "-", "--media-type", media_type, input=data)
+    assert result.exit_code == ExitCode.OK
+    return result.stdout.strip()
+
+
+def key(root: Path) -> bytes:
+    store = cargohold.LocalStore(root)
+    try:
+        return store.marker_key()
+    finally:
+        store.close()
+
+
+# -- into a pipe: the stored bytes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cat"],
+        ["read", "--raw"],
+        ["read", "--raw", "--bytes", f"0:{len(HOSTILE_BYTES)}"],
+        ["read", "--raw", "--lines", "1:9"],
+    ],
+    ids=["cat", "read", "read-bytes", "read-lines"],
+)
+def test_piped_output_of_a_read_is_the_stored_bytes_escape_sequences_and_all(
+    root: Path, args: list[str]
+) -> None:
+    ref = put(root, HOSTILE_BYTES)
+
+    result = run(root, args[0], ref, *args[1:])
+
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout_bytes == HOSTILE_BYTES
+
+
+def test_a_piped_recovered_segment_holds_the_exact_text_its_digest_names(root: Path) -> None:
+    ref = put(root, HOSTILE_BYTES)
+
+    result = run(root, "read", ref)
+    info = cargohold.parse_segment(result.stdout_bytes.decode().rstrip("\n"), key=key(root))
+
+    assert result.exit_code == ExitCode.OK
+    assert info is not None  # a stripped escape sequence would break the segment's MAC
+    assert HOSTILE in result.stdout_bytes.decode()
+
+
+def test_piped_grep_shows_matching_lines_with_their_escape_sequences(root: Path) -> None:
+    ref = put(root, HOSTILE_BYTES)
+
+    result = run(root, "grep", ref, "line [2-5]", "--raw")
+
+    assert result.exit_code == ExitCode.OK
+    for line in HOSTILE.splitlines()[1:5]:
+        assert line.encode() in result.stdout_bytes
+
+
+def test_piped_offload_of_a_small_output_writes_it_unchanged(root: Path) -> None:
+    result = run(root, "offload", "-", input=HOSTILE_BYTES)
+
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout_bytes == HOSTILE_BYTES
+
+
+def test_json_output_escapes_c1_controls_and_keeps_the_value(root: Path) -> None:
+    ref = put(root, HOSTILE_BYTES)
+
+    result = run(root, "read", ref, "--json")
+    data = json.loads(result.stdout_bytes)
+
+    assert data["content"] == HOSTILE
+    assert "\u009b".encode() not in result.stdout_bytes
+    assert b"\x1b" not in result.stdout_bytes
+
+
+# -- on a terminal: shown escaped, never executed --------------------------------------------------
+
+
+def on_terminal(root: Path, *args: str, input: bytes = b"") -> tuple[int, bytes]:
+    """Run the console script with stdout on a pseudo-terminal; its exit status and output."""
+    script = Path(sys.executable).parent / "cargohold"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+    env["CARGOHOLD_EVENTS_LOG"] = str(root.parent / "state" / "events.jsonl")
+    leader, follower = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [script, *scope_args(root), *args],
+            stdin=subprocess.PIPE,
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=root.parent,
+        )
+    finally:
+        os.close(follower)
+    assert child.stdin is not None
+    child.stdin.write(input)
+    child.stdin.close()
+    output = bytearray()
+    deadline = time.monotonic() + 60  # a bound on the wait, not an assertion on time
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1)
+            if not ready:
+                if child.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+        status = child.wait(timeout=60)
+    finally:
+        os.close(leader)
+        if child.stderr is not None:
+            child.stderr.close()
+    # The terminal driver turns each newline into CRLF; undo it to compare with what was written.
+    return status, bytes(output).replace(b"\r\n", b"\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cat"],
+        ["read", "--raw"],
+        ["read"],
+        ["read", "--raw", "--lines", "1:9"],
+        ["grep", "--raw", "line"],
+    ],
+    ids=["cat", "read-raw", "read-segment", "read-lines", "grep"],
+)
+def test_on_a_terminal_control_sequences_of_an_artifact_are_shown_escaped(
+    root: Path, args: list[str]
+) -> None:
+    ref = put(root, HOSTILE_BYTES)
+
+    status, shown = on_terminal(root, args[0], ref, *args[1:])
+
+    assert status == ExitCode.OK
+    assert b"\x1b" not in shown
+    assert b"\x07" not in shown
+    assert b"\x08" not in shown
+    assert "\u009b".encode() not in shown
+    assert b"\r" not in shown.replace(b"\r\n", b"")  # a CRLF line ending is kept
+    assert b"\\x1b]0;owned title\\x07line 3" in shown
+    assert b"\\x1b]52;c;ZWNobyBvd25lZA==\\x1b\\line 4" in shown
+    assert b"visible\\x0dhidden line 7" in shown
+    assert b"line 1 ok" in shown
+
+
+def test_on_a_terminal_bytes_that_are_not_utf8_are_shown_as_hex(root: Path) -> None:
+    ref = put(root, b"ok \xff\x9b[2J\xc3 end\n", media_type="application/octet-stream")
+
+    status, shown = on_terminal(root, "cat", ref)
+
+    assert status == ExitCode.OK
+    assert shown == b"ok \\xff\\x9b[2J\\xc3 end\n"
+
+
+def test_on_a_terminal_a_small_offloaded_output_is_shown_escaped(root: Path) -> None:
+    status, shown = on_terminal(root, "offload", "-", input=HOSTILE_BYTES)
+
+    assert status == ExitCode.OK
+    assert b"\x1b" not in shown
+    assert b"\\x1b[31mline 2 red\\x1b[0m" in shown
