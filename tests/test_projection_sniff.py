@@ -126,13 +126,15 @@ def test_a_webp_stub_reads_its_dimensions_and_counts_it_as_an_image() -> None:
     assert "as an image" in stub.text
 
 
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]))
+"""Strings without lone surrogates: simdjson and orjson refuse their escapes, the sniffer too."""
 _JSON = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
     max_leaves=20,
 )
 

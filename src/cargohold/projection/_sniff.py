@@ -41,15 +41,19 @@ def _reject_constant(name: str) -> object:
 
 
 def _is_json(data: bytes) -> bool:
-    """Whether ``data`` is one whole JSON document (RFC 8259; a UTF-8 BOM allowed)."""
+    """Whether ``data`` is one whole JSON document (RFC 8259; a UTF-8 BOM allowed).
+
+    A string escaping a lone surrogate (``"\\ud800"``) does not count: neither simdjson nor
+    orjson, which the JSON projector and queries read with, accepts it.
+    """
     body = data.removeprefix(b"\xef\xbb\xbf")
     try:
         simdjson.Parser().parse(body)
-    except ValueError:
-        return False  # simdjson's invalid-document errors are ValueErrors
-    except RuntimeError:
-        # simdjson refuses integers past 64 bits, which JSON allows: ask the standard library,
-        # within bounded memory.
+    except (ValueError, RuntimeError) as exc:
+        # simdjson refuses integers past 64 bits, which JSON allows: ask the standard library
+        # then, within bounded memory. Its other errors (structure, strings) are final.
+        if not str(exc).startswith(("NUMBER_ERROR", "BIGINT_ERROR")):
+            return False
         if len(body) > _JSON_FALLBACK_MAX:
             return False
         try:
