@@ -415,17 +415,54 @@ def _media_type(value: str | None) -> str | None:
 # -- output schemas -----------------------------------------------------------------------------
 
 
+_STUB_PROPERTY: Final[dict[str, Any]] = STUB_SCHEMA["properties"][STUB_KEY]
+
+_MERGEABLE: Final = frozenset(
+    {
+        "type",
+        "title",
+        "description",
+        "properties",
+        "required",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "$defs",
+        "definitions",
+        "$schema",
+        "$id",
+        "$comment",
+        "examples",
+        "default",
+        "deprecated",
+        "readOnly",
+    }
+)
+"""Root keywords of an object schema that say nothing about a ``cargohold`` key, so a stub
+can be admitted beside them (any other, ``patternProperties`` or ``minProperties`` say, could
+reject it)."""
+
+
 def rewrite_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A tool's output schema widened to accept a cargohold stub, or ``None`` to drop it.
 
-    The original schema becomes one branch of ``anyOf`` beside :data:`STUB_SCHEMA`, under a root
-    of ``type: object`` (what MCP requires through 2025-11-25); its ``$defs`` / ``definitions``
-    move to the root so its local ``$ref`` pointers still resolve. A schema with an ``$id`` or a
-    ``$ref`` that points anywhere else cannot be moved safely and is dropped: a client then
-    accepts any structured content, the stub included.
+    Typed clients build their result type from the root of the schema (fastmcp turns an object
+    root's ``properties`` into a dataclass), so the upstream's root is kept as it is: its type,
+    title, properties, definitions and every ``$ref``. The stub is admitted beside it as one
+    optional property more, ``cargohold`` (:data:`STUB_SCHEMA`), and the root's ``required``
+    moves into ``anyOf: [{"required": <the original's>}, {"required": ["cargohold"]}]``: a
+    small result validates exactly as before, and a stub validates too.
+
+    A root that cannot take the property safely (another keyword that constrains its keys, a
+    ``cargohold`` property of its own, a root that is not ``type: object``) becomes one branch
+    of ``anyOf`` beside :data:`STUB_SCHEMA` instead, with its ``$defs`` / ``definitions`` moved
+    to the root; one with an ``$id`` or a ``$ref`` that points elsewhere cannot be moved and is
+    dropped (a client then accepts any structured content, the stub included).
     """
     if schema is None:
         return None
+    merged = _merged(schema)
+    if merged is not None:
+        return merged
     if "$id" in schema or not all(_local_definition(ref) for ref in _refs(schema)):
         return None
     hoisted = ("$defs", "definitions", "$schema")
@@ -435,6 +472,25 @@ def rewrite_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | 
         if key in schema:
             widened[key] = schema[key]
     return widened
+
+
+def _merged(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The original root with the stub as one optional property more, or ``None`` when the
+    root has a keyword that could reject it."""
+    properties = schema.get("properties", {})
+    if (
+        schema.get("type") != "object"
+        or not isinstance(properties, Mapping)
+        or STUB_KEY in properties
+        or not all(key in _MERGEABLE or key.startswith("x-") for key in schema)
+    ):
+        return None
+    merged = dict(schema)
+    merged["properties"] = {**properties, STUB_KEY: _STUB_PROPERTY}
+    required = merged.pop("required", None)
+    if required:
+        merged["anyOf"] = [{"required": required}, {"required": [STUB_KEY]}]
+    return merged
 
 
 def _local_definition(ref: object) -> bool:
