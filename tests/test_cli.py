@@ -161,6 +161,37 @@ def test_cat_with_a_range_writes_exactly_that_slice(root: Path, span: str, expec
     assert read.stdout_bytes == BINARY[expected]
 
 
+@pytest.mark.parametrize(
+    ("data", "span"),
+    [(BINARY, f"{len(BINARY)}:"), (BINARY, "200000:200010"), (b"", "1:"), (b"abc", "3:9")],
+)
+def test_cat_of_a_range_past_the_end_is_a_usage_error_naming_the_size_and_the_valid_range(
+    root: Path, data: bytes, span: str
+) -> None:
+    ref = put(root, data)
+
+    read = run(root, "cat", str(ref), "--range", span)
+
+    assert read.exit_code == ExitCode.USAGE
+    assert read.stdout_bytes == b""
+    assert f"{len(data):,} bytes" in read.stderr
+    assert (f"0:{len(data)}" if data else "0:0") in read.stderr
+
+
+@pytest.mark.parametrize(
+    ("data", "span"), [(b"", "0:"), (b"", ":"), (b"abc", "3:3"), (b"ab", ":0")]
+)
+def test_cat_of_an_empty_range_within_the_body_writes_nothing_and_succeeds(
+    root: Path, data: bytes, span: str
+) -> None:
+    ref = put(root, data)
+
+    read = run(root, "cat", str(ref), "--range", span)
+
+    assert read.exit_code == ExitCode.OK
+    assert read.stdout_bytes == b""
+
+
 @pytest.mark.parametrize("span", ["100", "a:b", "5:2", "-1:4", "1:2:3"])
 def test_a_malformed_range_is_a_usage_error(root: Path, span: str) -> None:
     ref = put(root, BINARY)

@@ -287,6 +287,17 @@ def cat(ref: str, span: tuple[int, int | None] | None, max_bytes: int | None) ->
     result = app.scoped.read(app.resolve_ref(ref), start=start, end=end, max_bytes=max_bytes)
     if not result.ok or result.data is None:
         raise fail_outcome(result)
+    size = result.record.size if result.record is not None else None
+    if size is not None and 0 < start >= size and (end is None or end > start):
+        # A range that asks for bytes and gets none is a mistake to say, not an empty success.
+        asked = f"{start}:{'' if end is None else end}"
+        within = f"a range lies within 0:{size}" if size else "it is empty: only 0:0 reads"
+        click.echo(
+            f"cargohold: error: --range {asked} starts at or past the end: the artifact holds "
+            f"{size:,} bytes, so {within}",
+            err=True,
+        )
+        raise click.exceptions.Exit(int(ExitCode.USAGE))
     write_bytes(result.data)  # exact into a pipe or file; escaped on a terminal
 
 
