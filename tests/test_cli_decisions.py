@@ -271,6 +271,32 @@ def test_grep_with_an_invalid_pattern_is_a_usage_error(root: Path) -> None:
     assert run(root, "grep", ref, "(unclosed").exit_code == ExitCode.USAGE
 
 
+@pytest.mark.parametrize(
+    ("command", "tool", "argument", "text"),
+    [
+        ("grep", "artifact_grep", "pattern", "ERROR("),
+        ("grep", "artifact_grep", "pattern", "(?<=user )id"),
+        ("query", "artifact_query", "expression", "[?status=="),
+        ("query", "artifact_query", "expression", '[?status=="paid"'),
+    ],
+)
+def test_a_bad_pattern_or_expression_is_refused_with_what_the_read_tool_says(
+    root: Path, command: str, tool: str, argument: str, text: str
+) -> None:
+    ref = offloaded_ref(root, ORDERS)
+
+    result = run(root, command, ref, text)
+    with cargohold.open(str(root), tenant=TENANT, user=USER, session=SESSION) as hold:
+        answer = hold.call_tool(tool, {"ref": ref, argument: text})
+    said = result.stderr.removeprefix("cargohold: error: ").rstrip("\n")
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert answer.outcome == "invalid_arguments"
+    assert answer.text.endswith(f": {said}")  # the tool's explanation, whole
+
+
 def test_query_evaluates_jmespath_on_a_json_artifact(root: Path) -> None:
     ref = offloaded_ref(root, ORDERS)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cargohold._errors import UsageError
 from cargohold._records import MAX_READ_BYTES, ReadOutcome
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
@@ -103,6 +104,24 @@ def _finish_read(
                 line = _over_budget_line(result, fits, remedy)
             click.echo(line, err=True)
         raise click.exceptions.Exit(int(code))
+
+
+def _check_like_the_tools(what: str, text: str) -> None:
+    """Refuse a bad ``pattern`` or ``expression`` with the read tools' own explanation.
+
+    The tools say where RE2 or JMESPath stopped and how to fix it (escape a literal ``(``,
+    quote strings with single quotes); a person at the command line deserves the same.
+
+    Raises:
+        UsageError: the text does not compile; the message is the tool's.
+    """
+    from cargohold._tools import _check_expression, _check_pattern, _Mistake
+
+    check = _check_pattern if what == "pattern" else _check_expression
+    try:
+        check(text)
+    except _Mistake as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _span(value: str | None, what: str) -> tuple[int, int | None] | None:
@@ -280,6 +299,7 @@ def grep(
       cargohold grep artifact://sha256/<hex> 'timeout' -i --max-matches 20
     """
     app = get_app()
+    _check_like_the_tools("pattern", pattern)
     result = app.rehydrator().grep(
         app.resolve_ref(ref),
         pattern,
@@ -307,6 +327,7 @@ def query(ref: str, expression: str, budget: int | None, raw: bool, as_json: boo
       cargohold query artifact://sha256/<hex> "[?status=='refunded'].id"
     """
     app = get_app()
+    _check_like_the_tools("expression", expression)
     result = app.rehydrator().query(
         app.resolve_ref(ref), expression, budget=budget or app.settings.read_budget
     )
