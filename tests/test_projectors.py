@@ -582,6 +582,41 @@ def test_grep_fixture_preview_counts_every_match_distinct_path_and_the_busiest_p
     assert f"  {top.decode()} {count:,} (lines" in text
 
 
+# -- logs -----------------------------------------------------------------------------------------
+
+
+def _common_entries(text: str) -> list[tuple[str, int, str]]:
+    """``(share, line number, quote)`` of each "most common messages" entry of a log preview."""
+    section = text.split("most common messages", 1)[1].split("\ntail:", 1)[0]
+    entries = []
+    for entry in section.splitlines()[1:]:
+        match = re.fullmatch(r"  (\S+) line (\d+): (.*)", entry)
+        assert match is not None, entry
+        entries.append((match[1], int(match[2]), match[3]))
+    return entries
+
+
+@pytest.mark.parametrize("info_lines", [3_000, 20_000], ids=["every-line", "sampled"])
+def test_the_most_common_messages_are_counted_within_their_level(info_lines: int) -> None:
+    lines = [f"2026-01-02 08:00:{i % 60:02d} ERROR worker {i} handled request" for i in range(5)]
+    lines += [
+        f"2026-01-02 08:{i // 60 % 60:02d}:{i % 60:02d} INFO worker {i} handled request"
+        for i in range(info_lines)
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+
+    entries = _common_entries(preview(data, "text/plain"))
+
+    share, number, text = entries[0]
+    assert text == lines[number - 1]
+    assert " INFO " in text
+    assert share != "100%"  # 5 of the lines are not this message
+    for share, number, text in entries[1:]:
+        assert text == lines[number - 1]
+        assert " ERROR " in text
+        assert share == "<1%"
+
+
 # -- failures (exact_required) ------------------------------------------------------------------
 
 

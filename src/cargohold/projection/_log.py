@@ -115,26 +115,33 @@ def _group(scan: _Scan, level: str, end: int, line: str, number: int) -> None:
         group.lines.append(number)
 
 
-def _shape(line: str) -> str:
+def _shape(line: str) -> tuple[str, str]:
+    """A line's level (``""`` if none) and its message with numbers, ids and addresses as ``#``.
+
+    The level is part of the key: the same words at ``ERROR`` and at ``INFO`` are two messages,
+    and each group is quoted by a line of its own level (grouped as one, 20,000 INFO lines and
+    5 ERROR lines read "100%" next to an ERROR line).
+    """
     found = _level(line)
-    body = line[found[1] :] if found else line
-    return _VARIABLE.sub("#", body)[:240]
+    if found is None:
+        return "", _VARIABLE.sub("#", line)[:240]
+    return found[0], _VARIABLE.sub("#", line[found[1] :])[:240]
 
 
 def _common(scan: _Scan, numbered: list[tuple[int, str]]) -> None:
     """The most frequent message shapes over ``numbered`` lines: (share, first line, line)."""
-    counts: Counter[str] = Counter()
-    first: dict[str, tuple[int, str]] = {}
+    counts: Counter[tuple[str, str]] = Counter()
+    first: dict[tuple[str, str], tuple[int, str]] = {}
     total = 0
     for number, line in numbered:
-        shape = _shape(line)
-        if not shape.strip("# "):
+        key = _shape(line)
+        if not key[1].strip("# "):
             continue
         total += 1
-        counts[shape] += 1
-        first.setdefault(shape, (number, line))
+        counts[key] += 1
+        first.setdefault(key, (number, line))
     scan.common = [
-        (n / total, *first[shape]) for shape, n in counts.most_common(_COMMON_SHOWN) if n > 1
+        (n / total, *first[key]) for key, n in counts.most_common(_COMMON_SHOWN) if n > 1
     ]
 
 
@@ -280,11 +287,22 @@ def project_log(data: bytes, budget: int) -> str:
             reserve=reserve_tail + 200,
         ):
             for share, first, example in scan.common:
-                entry = f"  {share:.0%} line {first}: {quote(example.removesuffix(chr(13)), 200)}"
+                entry = (
+                    f"  {_share(share)} line {first}: {quote(example.removesuffix(chr(13)), 200)}"
+                )
                 if not out.add(entry, reserve=reserve_tail):
                     break
     out.add_all(tail)
     return out.text()
+
+
+def _share(share: float) -> str:
+    """A share in whole percent that never rounds a part to all or to nothing."""
+    if 0 < share < 0.005:
+        return "<1%"
+    if 0.995 <= share < 1:
+        return ">99%"
+    return f"{share:.0%}"
 
 
 def _levels(scan: _Scan) -> str:
