@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from mcp_fixtures import (  # noqa: E402 - after the extra's check
     cli,
     connect,
     http_process,
+    page_bytes,
     stubbed_parts,
 )
 
@@ -113,3 +115,69 @@ def test_a_client_negotiating_the_newest_protocol_gets_stubs_too(proxy_url: str)
 
         (part,) = stubbed_parts(result)
         assert modern.read_all(part.ref) == heavy_server.log_text(80_000).encode()
+
+
+MAX_PAGE = 1024 * 1024
+"""The documented maximum of one read (``budget`` and ``length``): 1 MiB."""
+
+
+def read_max_page(client: Connected, ref: str) -> tuple[bytes, dict[str, object]]:
+    answer = client.call(
+        "artifact_read", {"ref": ref, "offset": 0, "length": MAX_PAGE, "budget": MAX_PAGE}
+    )
+    assert not answer.is_error, answer.content
+    assert answer.structured_content is not None
+    return page_bytes(answer), answer.structured_content
+
+
+def test_a_page_of_the_documented_maximum_arrives_through_the_proxy_over_http(
+    proxied: Connected,
+) -> None:
+    size = 1_300_000
+    (part,) = stubbed_parts(proxied.call("heavy_text", {"size": size}))
+
+    page, facts = read_max_page(proxied, part.ref)
+
+    assert page == heavy_server.log_text(size).encode()[:MAX_PAGE]
+    assert (facts["start"], facts["end"], facts["next_offset"]) == (0, MAX_PAGE, MAX_PAGE)
+    assert facts["sha256"] == hashlib.sha256(page).hexdigest()
+
+
+def test_a_page_of_the_documented_maximum_arrives_to_a_client_of_the_newest_protocol(
+    proxy_url: str,
+) -> None:
+    size = 1_100_000
+    with connect(proxy_url) as modern:
+        (part,) = stubbed_parts(modern.call("heavy_text", {"size": size}))
+
+        page, _ = read_max_page(modern, part.ref)
+
+    assert page == heavy_server.log_text(size).encode()[:MAX_PAGE]
+
+
+def test_a_page_of_the_documented_maximum_arrives_from_cargohold_mcp_over_http(
+    workdir: Path,
+) -> None:
+    body = heavy_server.log_text(1_500_000).encode()
+    source = workdir / "big.log"
+    source.write_bytes(body)
+    env = child_env(workdir)
+    put = subprocess.run(
+        cli(workdir / "store", "mcp-http-max", "put", str(source)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    ref = put.stdout.strip()
+    command = cli(workdir / "store", "mcp-http-max", "mcp", "--http", "127.0.0.1:0")
+
+    with (
+        http_process(command, env, "cargohold: serving MCP on") as url,
+        connect(url, mode="legacy") as reader,
+    ):
+        page, facts = read_max_page(reader, ref)
+
+    assert page == body[:MAX_PAGE]
+    assert facts["next_offset"] == MAX_PAGE

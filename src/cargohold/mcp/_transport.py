@@ -15,8 +15,9 @@ import logging
 import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import orjson
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.models import InitializationOptions
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from cargohold._hold import Hold
 
 _SESSIONS_KEPT = 1024
+WHOLE_ABOVE: Final = 256 * 1024
+"""A streamable HTTP answer whose one SSE event carries more bytes than this goes as one
+``application/json`` body instead (see :class:`WholeAnswers`)."""
 _log = logging.getLogger("cargohold.mcp")
 P = TypeVar("P")
 R = TypeVar("R")
@@ -150,7 +154,7 @@ async def serve(
     import uvicorn
 
     host, port = http
-    app = server.streamable_http_app(host=host)
+    app = WholeAnswers(server.streamable_http_app(host=host))
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
@@ -162,6 +166,114 @@ async def serve(
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await _Server(config).serve()
+
+
+class WholeAnswers:
+    """ASGI middleware: a large answer to a POST goes as ``application/json``, not as an SSE event.
+
+    The SDK's streamable HTTP client refuses an SSE event over 1 MiB (``max_sse_event_size``)
+    and other clients may refuse less, yet a read answers up to 1 MiB of body, and its
+    JSON-RPC message is larger still (the segment's framing, JSON escapes, the structured
+    part). The transport lets a server answer each POST either way, so the SSE stream's start
+    is held back until its first event: when that event is the request's own JSON-RPC response
+    and it is over :data:`WHOLE_ABOVE`, it is sent as one JSON body (which a client reads
+    whole); anything else (a notification or a server request first, a keep-alive ping, a
+    small answer) lets the stream go on as it began. A response is held at most until the
+    stream's first keep-alive ping.
+    """
+
+    def __init__(self, app: Any, *, above: int = WHOLE_ABOVE) -> None:
+        self._app = app
+        self._above = above
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            await self._app(scope, receive, send)
+            return
+        held: dict[str, Any] | None = None
+        decided = converted = False
+
+        async def relay(message: dict[str, Any]) -> None:
+            nonlocal held, decided, converted
+            if converted:
+                return  # the rest of a stream already answered: its end, pings
+            if decided:
+                await send(message)
+                return
+            kind = message.get("type")
+            if kind == "http.response.start" and _is_event_stream(message):
+                held = message
+                return
+            if held is None or kind != "http.response.body":
+                decided = True
+                await send(message)
+                return
+            decided = True
+            data = _sole_response(message.get("body", b""), self._above)
+            if data is None:
+                await send(held)
+                await send(message)
+                return
+            converted = True
+            headers = [
+                (name, value)
+                for name, value in held.get("headers", [])
+                if name.lower() not in _SSE_HEADERS
+            ]
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+            ]
+            status = held.get("status", 200)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+
+        await self._app(scope, receive, relay)
+        if held is not None and not decided:  # a stream that ended before any event
+            await send(held)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_SSE_HEADERS: Final = frozenset(
+    {b"content-type", b"content-length", b"cache-control", b"connection"}
+)
+
+
+def _is_event_stream(start: dict[str, Any]) -> bool:
+    for name, value in start.get("headers", []):
+        if name.lower() == b"content-type":
+            return bytes(value).lower().startswith(b"text/event-stream")
+    return False
+
+
+def _sole_response(chunk: bytes, above: int) -> bytes | None:
+    """The JSON-RPC response that ``chunk`` (one whole SSE event) carries, when it is one and
+    larger than ``above``; else ``None``."""
+    if len(chunk) <= above:
+        return None
+    text = chunk.replace(b"\r\n", b"\n")
+    if not text.endswith(b"\n\n") or b"\n\n" in text[:-2]:
+        return None  # not exactly one event
+    data: list[bytes] = []
+    for line in text[:-2].split(b"\n"):
+        field, _, value = line.partition(b":")
+        value = value.removeprefix(b" ")
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            if value != b"message":
+                return None
+        elif field not in (b"id", b"retry", b""):
+            return None
+    body = b"\n".join(data)
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    is_response = (
+        isinstance(parsed, dict) and "id" in parsed and ("result" in parsed or "error" in parsed)
+    )
+    return body if is_response else None
 
 
 def announce(url: str) -> None:
