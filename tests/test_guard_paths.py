@@ -43,7 +43,10 @@ def texts(draw: st.DrawFn) -> str:
     return text
 
 
-keys = st.sampled_from(("content", "name", "tool_call_id", "refusal", "k" * 50))
+# encrypted_content and signature: names of opaque reasoning elsewhere, content in a message
+keys = st.sampled_from(
+    ("content", "name", "tool_call_id", "refusal", "k" * 50, "encrypted_content", "signature")
+)
 
 calls = st.one_of(
     st.fixed_dictionaries(  # the usual shape, the fast path's
@@ -71,6 +74,7 @@ parts = st.lists(
         st.fixed_dictionaries(
             {"type": st.just("image_url"), "image_url": st.fixed_dictionaries({"url": texts()})}
         ),
+        st.fixed_dictionaries({"type": st.just("reasoning"), "encrypted_content": texts()}),
     ),
     max_size=4,
 )
@@ -108,7 +112,13 @@ def _measured(walker: Walker) -> tuple[Any, ...]:
 def test_fast_path_measures_and_finds_what_the_general_path_does(
     chat: list[dict[str, Any]], model: str
 ) -> None:
-    request = {"model": model, "messages": chat, "temperature": 0.5, "stream": False}
+    request = {
+        "model": model,
+        "messages": chat,
+        "temperature": 0.5,
+        "stream": False,
+        "metadata": {"encrypted_content": model},
+    }
     fast = Walker(THRESHOLD, root=request, tool_thresholds=TOOL_THRESHOLDS)
     general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
     walk_openai_chat(fast, request)
@@ -149,6 +159,9 @@ blocks = st.one_of(
             "source": st.fixed_dictionaries({"type": st.just("base64"), "data": texts()}),
         }
     ),
+    # opaque in an assistant's message, content in a user's
+    st.fixed_dictionaries({"type": st.just("thinking"), "thinking": texts(), "signature": texts()}),
+    st.fixed_dictionaries({"type": st.just("redacted_thinking"), "data": texts()}),
     texts(),
 )
 
@@ -211,7 +224,13 @@ def _text_block(size: int) -> dict[str, str]:
 def test_anthropic_fast_path_measures_and_finds_what_the_general_path_does(
     chat: list[dict[str, Any]], system: str
 ) -> None:
-    request = {"model": "claude", "system": system, "messages": chat, "max_tokens": 64}
+    request = {
+        "model": "claude",
+        "system": system,
+        "messages": chat,
+        "max_tokens": 64,
+        "metadata": {"signature": system},
+    }
     fast = Walker(THRESHOLD, root=request, tool_thresholds=TOOL_THRESHOLDS)
     general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
     walk_anthropic(fast, request)
@@ -224,7 +243,12 @@ def langchain_messages(draw: st.DrawFn) -> Any:
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
     text_part = st.fixed_dictionaries({"type": st.just("text"), "text": texts()})
-    content = draw(st.one_of(texts(), st.lists(st.one_of(texts(), text_part), max_size=2)))
+    thinking = st.fixed_dictionaries(  # opaque in an AI message, content in any other
+        {"type": st.just("thinking"), "thinking": texts(), "signature": texts()}
+    )
+    content = draw(
+        st.one_of(texts(), st.lists(st.one_of(texts(), text_part, thinking), max_size=2))
+    )
     extra: dict[str, Any] = {}
     if draw(st.integers(0, 5)) == 0:
         extra["additional_kwargs"] = {"note": draw(texts())}

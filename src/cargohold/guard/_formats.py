@@ -18,8 +18,10 @@ from cargohold.guard._walk import (
     _DATA_URL_MIN,
     _KEY_MAX,
     _LANGCHAIN_SKIP,
+    _NO_OPAQUE,
     TEXT,
     Node,
+    Opaque,
     Walker,
     _flat_input,
     _langchain_base,
@@ -29,6 +31,40 @@ from cargohold.guard._walk import (
     _tool_name,
     _utf8,
 )
+
+# -- Opaque reasoning: exactly where each provider's schema puts it ----------------------------
+
+# Values only the provider can read (signatures, encrypted reasoning), by the type of the item
+# or block that carries them, as the SDKs type them (openai: ResponseReasoningItemParam,
+# ResponseCompactionItemParam; anthropic: ThinkingBlockParam, RedactedThinkingBlockParam,
+# BetaCompactionBlockParam). Skipped there only, and only when a string: the same key anywhere
+# else (metadata, a message, a text block, a tool result, a user's block) is content, measured
+# and judged, or a tool could hide raw output behind the name.
+_RESPONSES_OPAQUE: dict[str, Opaque] = {
+    "reasoning": {"encrypted_content": None},  # an input item
+    "compaction": {"encrypted_content": None},
+}
+_ANTHROPIC_OPAQUE: dict[str, Opaque] = {  # a block of an assistant message's content
+    "thinking": {"signature": None},
+    "redacted_thinking": {"data": None},
+    "compaction": {"encrypted_content": None, "signature": None},
+}
+_REASONING_ITEM: Opaque = {"encrypted_content": None}
+_LANGCHAIN_OPAQUE: dict[str, Opaque] = {  # a block of an AI message's content
+    **_ANTHROPIC_OPAQUE,
+    # Responses reasoning items as langchain-openai keeps them, and langchain-core's standard
+    # reasoning block, which keeps the provider's fields flat or in its ``extras``.
+    "reasoning": {
+        "encrypted_content": None,
+        "signature": None,
+        "extras": {"encrypted_content": None, "signature": None},
+    },
+}
+
+
+def _opaque(table: Mapping[str, Opaque], kind: object) -> Opaque | None:
+    return table.get(kind) if type(kind) is str else None
+
 
 # -- OpenAI Chat Completions ------------------------------------------------------------------
 
@@ -334,7 +370,8 @@ def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
             else:
                 walker.any(value, (node, key))
         return
-    walker.mapping(item, node, parts="content")
+    opaque = _opaque(_RESPONSES_OPAQUE, kind) or _NO_OPAQUE
+    walker.mapping(item, node, parts="content", opaque=opaque)
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------
@@ -464,12 +501,13 @@ def _anthropic_message(walker: Walker, message: Any, index: int, node: Node) -> 
             walker.any(message, node)
             return
         message = plain
+    assistant = message.get("role") == "assistant"
     for key, value in message.items():
         walker.key(key, node)
         if key == "content" and isinstance(value, list | tuple):
             outer = walker.begin_group(attachments=False)
             for position, block in enumerate(value):
-                _anthropic_block(walker, block, ((node, key), position))
+                _anthropic_block(walker, block, ((node, key), position), assistant)
             walker.where, walker.tool = "text", None
             walker.end_group((node, key), outer)
         elif key == "content" and value is not None and not isinstance(value, str):
@@ -480,11 +518,14 @@ def _anthropic_message(walker: Walker, message: Any, index: int, node: Node) -> 
             walker.any(value, (node, key))
 
 
-def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
+def _anthropic_block(walker: Walker, block: Any, node: Node, assistant: bool) -> None:
     walker.tool, walker.where = None, "text"
     if not isinstance(block, Mapping):
-        walker.any(block, node)
-        return
+        plain = _plain(block)  # an SDK block passed back (a ThinkingBlock of a response)
+        if not isinstance(plain, Mapping):
+            walker.any(block, node)
+            return
+        block = plain
     kind = block.get("type")
     if kind == "text":
         for key, value in block.items():
@@ -512,12 +553,14 @@ def _anthropic_block(walker: Walker, block: Any, node: Node) -> None:
             else:
                 walker.any(value, (node, key))
     else:
-        walker.mapping(block, node)
+        opaque = _opaque(_ANTHROPIC_OPAQUE, kind) if assistant else None
+        walker.mapping(block, node, opaque=opaque or _NO_OPAQUE)
 
 
 # -- LangChain messages -----------------------------------------------------------------------
 
 _LC_TOOL_KINDS = frozenset({"tool", "function"})
+_LC_AI_KINDS = frozenset({"ai", "assistant", "AIMessageChunk"})
 
 
 def walk_langchain(walker: Walker, request: Any) -> None:
@@ -603,6 +646,7 @@ def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> 
             walker.any(message, node)
             continue
         kind = view.get("type") or view.get("role")
+        ai = type(kind) is str and kind in _LC_AI_KINDS
         walker.where = "system" if kind in ("system", "developer") else "text"
         for call in view.get("tool_calls") or ():
             if isinstance(call, Mapping):
@@ -618,9 +662,11 @@ def _langchain_messages(walker: Walker, messages: Sequence[Any], base: Node) -> 
                 for position, call in enumerate(value):
                     _langchain_tool_call(walker, call, ((node, key), position))
             elif key == "additional_kwargs" and isinstance(value, Mapping):
-                _langchain_kwargs(walker, value, (node, key))
+                _langchain_kwargs(walker, value, (node, key), ai)
             elif isinstance(value, str):
                 walker.leaf(value, (node, key), TEXT)
+            elif key == "content" and ai and isinstance(value, list | tuple):
+                _langchain_ai_content(walker, value, (node, key))
             elif key == "content":
                 walker.parts(value, (node, key))
             else:
@@ -641,10 +687,28 @@ def _langchain_tool_call(walker: Walker, call: Any, node: Node) -> None:
             walker.any(value, (node, key))
 
 
-def _langchain_kwargs(walker: Walker, kwargs: Mapping[str, Any], node: Node) -> None:
+def _langchain_ai_content(walker: Walker, blocks: Sequence[Any], node: Node) -> None:
+    """An AI message's content list, as :meth:`Walker.parts` walks it, its reasoning blocks'
+    opaque values excepted."""
+    outer = walker.begin_group(attachments=False)
+    for position, block in enumerate(blocks):
+        opaque = _opaque(_LANGCHAIN_OPAQUE, block.get("type")) if type(block) is dict else None
+        if opaque is not None:
+            walker.mapping(block, (node, position), opaque=opaque)
+        elif isinstance(block, str):
+            walker.leaf(block, (node, position), TEXT)
+        else:
+            walker.any(block, (node, position))
+    walker.end_group(node, outer)
+
+
+def _langchain_kwargs(walker: Walker, kwargs: Mapping[str, Any], node: Node, ai: bool) -> None:
     for key, value in kwargs.items():
         walker.key(key, node)
-        if key == "tool_calls" and isinstance(value, Sequence):
+        if key == "reasoning" and ai and isinstance(value, Mapping):
+            # langchain-openai keeps a Responses reasoning item here
+            walker.mapping(value, (node, key), opaque=_REASONING_ITEM)
+        elif key == "tool_calls" and isinstance(value, Sequence):
             for position, call in enumerate(value):
                 _chat_tool_call(walker, call, ((node, key), position))
         elif key == "function_call" and isinstance(value, Mapping):

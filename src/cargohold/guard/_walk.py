@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import sys
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView, Sequence, Set
 from typing import Any, cast
 
@@ -38,9 +39,8 @@ from cargohold._segment import parse_segment
 from cargohold._stub import MARKER, parse_stub
 from cargohold.guard._errors import LeakFinding
 
-TEXT, JSON, B64, IMAGE, OPAQUE = range(5)
-"""Token families of a leaf. IMAGE bytes are not tokens (an image costs a flat amount);
-OPAQUE (reasoning signatures, encrypted reasoning) is neither counted nor judged."""
+TEXT, JSON, B64, IMAGE = range(4)
+"""Token families of a leaf. IMAGE bytes are not tokens (an image costs a flat amount)."""
 
 _STUB_START = MARKER + " artifact://"
 _DATA_URL_MIN = 256
@@ -48,7 +48,6 @@ _DATA_URL_MIN = 256
 _B64_KEYS = frozenset({"data", "base64", "file_data", "b64_json", "image_data"})
 _JSON_KEYS = frozenset({"arguments", "input", "args", "partial_json", "parameters"})
 _IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
-_OPAQUE_KEYS = frozenset({"signature", "encrypted_content"})
 _TOOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
 _KEY_MAX = 41
 """Keys up to this many characters are short enough to leave unmeasured (a rounding error)."""
@@ -63,6 +62,14 @@ _LANGCHAIN_SKIP = frozenset(
 
 Node = tuple[Any, Any] | None
 """A path as a linked list of (parent, key or index); rendered only when a finding needs it."""
+
+Opaque = Mapping[str, "Opaque | None"]
+"""Keys of one mapping whose value only the provider can read (reasoning signatures, encrypted
+reasoning): ``None``, the key's string value is neither counted nor judged; a nested table, the
+key's mapping value is walked with that table. Given only where a provider's schema puts such a
+value (see :mod:`cargohold.guard._formats`); the same key anywhere else is content."""
+
+_NO_OPAQUE: Opaque = types.MappingProxyType({})
 
 
 def render_path(node: Node, root: object = None) -> str:
@@ -382,8 +389,6 @@ class Walker:
 
     def payload(self, value: object, node: Node, family: int) -> None:
         """Measure bytes, a path or a file the SDK will base64-encode, as that encoding."""
-        if family == OPAQUE:
-            return
         cap = (self.threshold // 4 + 1) * 3  # raw bytes whose encoding passes the threshold
         raw = _payload_size(value, cap)
         size = self.threshold if raw is None else _encoded(raw)
@@ -439,7 +444,13 @@ class Walker:
                 self.any(plain, node, family)
 
     def mapping(
-        self, value: Mapping[Any, Any], node: Node, family: int = TEXT, *, parts: str | None = None
+        self,
+        value: Mapping[Any, Any],
+        node: Node,
+        family: int = TEXT,
+        *,
+        parts: str | None = None,
+        opaque: Opaque = _NO_OPAQUE,
     ) -> None:
         """Walk a mapping, choosing each key's family from what the key and block type mean.
 
@@ -448,14 +459,14 @@ class Walker:
             node: Where it sits.
             family: The family of its place.
             parts: A key whose non-string value is a message's parts, judged as a whole.
+            opaque: Its keys whose values only the provider reads (see :data:`Opaque`), given
+                by a format's walk where the provider's schema puts them; none by default.
         """
         kind = value.get("type")
-        if kind in _IMAGE_TYPES and family != OPAQUE:
+        if kind in _IMAGE_TYPES:
             self.images += 1
             family = IMAGE
         for key, item in value.items():
-            if key in _OPAQUE_KEYS or (kind == "redacted_thinking" and key == "data"):
-                continue
             if type(key) is not str or len(key) > _KEY_MAX:
                 self.key(key, node, family)
             sub = family
@@ -464,6 +475,13 @@ class Walker:
                     sub = B64
                 elif key in _JSON_KEYS:
                     sub = JSON
+            if opaque and type(key) is str and key in opaque:
+                inner = opaque[key]
+                if inner is None and type(item) is str:
+                    continue  # opaque where the schema says so: neither counted nor judged
+                if inner is not None and isinstance(item, Mapping):
+                    self.mapping(item, (node, key), sub, opaque=inner)
+                    continue
             if isinstance(item, str):
                 if key == "type" and not self.group_all and self.group is not None:
                     self.leaf_alone(item, (node, key), sub)  # a part's kind, not its text
