@@ -55,7 +55,7 @@ from cargohold import (
     mask_secrets,
     render_stub,
 )
-from cargohold._secrets import describe_findings
+from cargohold._secrets import describe_findings, redact_secrets
 from cargohold.testing import FakeClock
 from code_fixtures import CODE_FIXTURES
 
@@ -224,6 +224,25 @@ FAKES: dict[str, Callable[[random.Random], Fake]] = {
     )(rng.randbytes(20).hex()),
     "basic_header": _basic,
     "url_credentials": _url,
+    "gitlab_pat": lambda rng: _single(
+        SecretKind.GITLAB_TOKEN, "gl" + "pat-" + _chars(rng, B64URL, 20)
+    ),
+    "gitlab_routable_pat": lambda rng: _single(
+        SecretKind.GITLAB_TOKEN,
+        "gl" + "pat-" + _chars(rng, B64URL, 27) + ".01." + _chars(rng, string.digits + "abc", 9),
+    ),
+    "gitlab_deploy_token": lambda rng: _single(
+        SecretKind.GITLAB_TOKEN, "gl" + "dt-" + _chars(rng, B64URL, 20)
+    ),
+    "npm_token": lambda rng: _single(SecretKind.NPM_TOKEN, "np" + "m_" + _chars(rng, ALNUM, 36)),
+    "azure_storage_key": lambda rng: (
+        lambda key: _single(
+            SecretKind.AZURE_STORAGE_KEY,
+            key,
+            "DefaultEndpointsProtocol=https;AccountName=acmelogs;Account"
+            f"Key={key};EndpointSuffix=core.windows.net",
+        )
+    )(base64.b64encode(rng.randbytes(64)).decode()),
 }
 
 
@@ -363,12 +382,122 @@ NEAR_MISSES = {
     "test sk- name": "def test_sk-learn-compat(): pass",
     "stripe test key": "sk_" + "test_" + _chars(random.Random(2), ALNUM, 24),
     "aws secret without mixed classes": "aws_secret_access_key = " + "a" * 40,
+    "placeholder gitlab token": "token: gl" + "pat-xxxxxxxxxxxxxxxxxxxx",
+    "npm variable name": "npm_config_cache=/home/ana/.npm npm_package_version=1.2.3",
+    "npm word": "see npm_" + "a" * 36 + " for details",
+    # The storage emulator's documented key (Azurite): public, compiled into client libraries.
+    "azurite connection string": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+    "Account" + "Key=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr"
+    "/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;",
+    "templated password": "DB_PASSWORD=${DB_PASSWORD}\nSECRET_KEY={{ secret_key }}",
+    "password from code": 'SECRET_KEY = os.environ["SECRET_KEY"]\nPASSWORD = get_password()',
+    "password hasher class": "PASSWORD_HASHERS=django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "password file path": "PASSWORD_FILE=/run/secrets/db_password\nSECRET_NAME=prod-db-creds",
+    "placeholder password": "password=changeme123\nDB_PASSWORD=your_password",
+    "password keyword argument": "    connect(host, password=password, timeout=30)",
+    "password in prose": "set the password=<something long> before starting",
+    "short password": "password=hunter2",
+    "password words": "password=correcthorsebatterystaple",
 }
 
 
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))
 def test_lookalikes_that_are_not_credentials_raise_no_alarm(name: str) -> None:
     assert find_secrets(NEAR_MISSES[name].encode()) == []
+
+
+ASSIGNMENTS = {
+    "dotenv": "DB_PASSWORD={value}",
+    "dotenv quoted": 'CLIENT_SECRET="{value}"',
+    "shell export": "export SECRET_KEY='{value}'",
+    "properties": "spring.datasource.password={value}",
+    "ini": "password = {value}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_a_password_or_secret_assigned_on_its_own_line_is_found_and_only_its_value(
+    name: str,
+) -> None:
+    value = _chars(random.Random(name), ALNUM, 20) + "#%-!"
+    line = ASSIGNMENTS[name].format(value=value)
+    data = f"APP_ENV=production\nPORT=8080\n{line}\nLOG_LEVEL=info\n".encode()
+
+    (finding,) = find_secrets(data)
+
+    assert (finding.kind, finding.line) == (SecretKind.SECRET_ASSIGNMENT, 3)
+    assert data[finding.start : finding.end] == value.encode()
+    redacted = redact_secrets(data, [finding]).decode()
+    assert redacted.splitlines()[2] == line.replace(value, "[REDACTED:secret_assignment]")
+    assert value not in redacted
+
+
+def test_an_env_file_inside_a_json_string_is_found_line_by_line() -> None:
+    rng = random.Random(4)
+    values = [_chars(rng, ALNUM, 24) for _ in range(2)]
+    env = f"PORT=8080\nDB_PASSWORD={values[0]}\nexport API_SECRET={values[1]}\n"
+    data = json.dumps({"path": ".env", "content": env}).encode()
+
+    findings = find_secrets(data)
+
+    assert [f.kind for f in findings] == [SecretKind.SECRET_ASSIGNMENT] * 2
+    redacted = json.loads(redact_secrets(data, findings))["content"]
+    assert redacted.splitlines() == [
+        "PORT=8080",
+        "DB_PASSWORD=[REDACTED:secret_assignment]",
+        "export API_SECRET=[REDACTED:secret_assignment]",
+    ]
+
+
+def _heavy_json_text(fake: Fake, size: int = 40 * KiB) -> str:
+    """Heavy JSON text (a tool's JSON output, as text) with the credential in one record."""
+    records = [{"id": i, "note": "ok " * 30} for i in range(size // 110)]
+    records[len(records) // 2] = {"id": -1, "key": fake.text}
+    return json.dumps(records)
+
+
+def _wrapped(text: str, layers: int) -> str:
+    for _ in range(layers):  # what MCPServer sends for a str result: {"result": text}
+        text = json.dumps({"result": text})
+    return text
+
+
+def _unwrapped(text: str, layers: int) -> Any:
+    value: Any = text
+    for _ in range(layers):
+        value = json.loads(value)["result"]
+    return json.loads(value)
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+@pytest.mark.parametrize("name", ["rsa_private_key", "ec_private_key", "openssh_private_key"])
+def test_a_key_in_json_text_escaped_again_and_again_is_found_and_redacted(
+    name: str, layers: int
+) -> None:
+    fake = _fake(name, seed=layers)
+    data = _wrapped(_heavy_json_text(fake), layers).encode()
+
+    findings = find_secrets(data)
+
+    assert [f.kind for f in findings] == [SecretKind.PRIVATE_KEY]
+    redacted = redact_secrets(data, findings)
+    _assert_shows_no_value(redacted.decode(), fake.values)
+    records = _unwrapped(redacted.decode(), layers)  # still the same JSON, layer by layer
+    assert [r for r in records if r["id"] == -1] == [{"id": -1, "key": "[REDACTED:private_key]"}]
+
+
+@pytest.mark.parametrize("name", ["aws_akia", "github_ghp", "jwt", "npm_token", "gitlab_pat"])
+def test_a_token_at_the_start_of_an_escaped_line_is_found(name: str) -> None:
+    fake = _fake(name, seed=9)
+    text = json.dumps({"log": f"starting\n{fake.text}\n\tdone"})
+
+    for layers in (0, 1, 2):
+        data = _wrapped(text, layers).encode()
+        findings = find_secrets(data)
+        assert [f.kind for f in findings] == list(fake.kinds)
+        assert redact_secrets(data, findings).count(b"[REDACTED:") == len(fake.kinds)
+        (value,) = fake.values
+        assert data[findings[0].start : findings[0].end] == value.encode()
 
 
 def _corpus_files() -> Iterator[tuple[str, bytes]]:

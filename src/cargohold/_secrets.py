@@ -26,7 +26,9 @@ import base64
 import binascii
 import enum
 import functools
+import hashlib
 import json
+import re
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +52,10 @@ class SecretKind(enum.StrEnum):
     ANTHROPIC_API_KEY = "anthropic_api_key"
     AUTHORIZATION_HEADER = "authorization_header"
     URL_CREDENTIALS = "url_credentials"
+    GITLAB_TOKEN = "gitlab_token"  # noqa: S105 - a kind's name, not a secret
+    AZURE_STORAGE_KEY = "azure_storage_key"
+    NPM_TOKEN = "npm_token"  # noqa: S105 - a kind's name, not a secret
+    SECRET_ASSIGNMENT = "secret_assignment"  # noqa: S105 - a kind's name, not a secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +171,50 @@ def _has_mixed_classes(value: bytes) -> bool:
     return _has(value, _DIGITS) and _has(value, _LOWER) and _has(value, _UPPER)
 
 
+def _looks_generated(value: bytes) -> bool:
+    # A random token of twenty characters or more has eight distinct ones and two classes
+    # of digits, lower and upper case (a digit alone is missing from one in sixty); a
+    # placeholder ("glpat-xxxxxxxxxxxxxxxxxxxx") has neither.
+    classes = _has(value, _DIGITS) + _has(value, _LOWER) + _has(value, _UPPER)
+    return classes >= 2 and len(set(value)) >= 8
+
+
+_PUBLIC_KEYS = frozenset(
+    {
+        # The storage emulator's (Azurite's) documented, well-known account key: published
+        # by Microsoft for local development, and compiled into client libraries (obstore).
+        "0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",
+    }
+)
+
+
+def _is_azure_key(value: bytes) -> bool:
+    return _has_mixed_classes(value) and hashlib.sha256(value).hexdigest() not in _PUBLIC_KEYS
+
+
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_NOT_A_VALUE = ("$", "{", "}", "<", ">", "(", ")", "[", "]", "%s", "%(", "***", "://")
+_NOT_SECRET_KEYS = (b"_file", b"_path", b"_dir", b"_name", b"_length", b"_len", b"_env", b"_type")
+
+
+def _is_assigned_secret(value: bytes) -> bool:
+    # A literal that looks typed or generated: eight characters at least, a letter and a
+    # digit or symbol, six distinct. Not a template or an expression ("${DB_PASSWORD}",
+    # "os.environ[...]", "get_secret()"), a path ("/run/secrets/db"), a URL (the URL rule's),
+    # a dotted name ("django.contrib.auth.hashers.PBKDF2PasswordHasher") or a placeholder.
+    text = value.decode("latin-1")
+    lower = text.lower()
+    if any(mark in text for mark in _NOT_A_VALUE) or text[:1] in ("/", ".", "~"):
+        return False
+    if lower in _PLACEHOLDERS or any(word in lower for word in ("example", "changeme", "xxxx")):
+        return False
+    if _DOTTED_NAME.fullmatch(text):
+        return False
+    letters = _has(value, _LOWER) or _has(value, _UPPER)
+    others = len(value.translate(None, _LOWER + _UPPER)) > 0
+    return letters and others and len(set(value)) >= 6
+
+
 # -- where the value is, inside a match --------------------------------------------------
 
 _Value = tuple[SecretKind, int, int]
@@ -199,7 +249,7 @@ _ALNUM = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _B64_CHARS = _ALNUM + b"+/="
 _OPAQUE_CHARS = _ALNUM + b"._~+/=_-"
 _AWS_SECRET_CHARS = _ALNUM + b"/+"
-_SEPARATORS = b"\t ,;:|\"'"
+_SEPARATORS = b"\t ,;:|\"'\\"
 
 
 def _aws_pair(match: bytes) -> list[_Value]:
@@ -226,6 +276,26 @@ def _url_resume(match: bytes) -> int:
     return match.index(b"://") + 3
 
 
+_VALUE_ENDS = b"\r\n\"'\\"
+
+
+def _assignment(match: bytes) -> list[_Value]:
+    # "[export ]NAME=value" on a line of its own: the value, after its opening quote (or an
+    # escaped one), up to the line break, quote or escape the rule consumed after it.
+    equals = match.index(b"=")
+    name = match[:equals].rstrip(b"\t ").lower()
+    if name.endswith(_NOT_SECRET_KEYS):
+        return []
+    rest = match[equals + 1 :]
+    start = equals + 1 + len(rest) - len(rest.lstrip(b"\t \\\"'"))
+    end = len(match) - 1 if match[-1:] and match[-1] in _VALUE_ENDS else len(match)
+    return (
+        [(SecretKind.SECRET_ASSIGNMENT, start, end)]
+        if _is_assigned_secret(match[start:end])
+        else []
+    )
+
+
 # -- the rules --------------------------------------------------------------------------------
 
 _Locate = Callable[[bytes], list[_Value]]
@@ -246,9 +316,18 @@ class _Rule:
 
 _B64 = r"A-Za-z0-9+/="
 _PEM_LABEL = r"-----(?:BEGIN|END) (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
-_EOL = r"(?:\r?\n|(?:\\r)?\\n)"  # a line break, or its escape inside a JSON string
+# Escapes, however many layers deep: JSON text inside a JSON string (an MCP server's
+# structuredContent {"result": text}) doubles every backslash of the text, so "\n" is "\\n"
+# there, "\\\\n" one layer further, and so on. Every rule takes any number of backslashes
+# where one JSON layer puts one: the stored bytes are scanned as they are, escaped or not,
+# and a finding's span is in those bytes (what redaction overwrites).
+_EOL = r"(?:\r?\n|(?:\\+r)?\\+n)"  # a line break, or its escape inside a JSON string
 _OPAQUE = r"[A-Za-z0-9._~+/=_-]"  # bearer tokens: base64url, base64, and the RFC 6750 extras
-_QUOTE = r"\\?[\"']?"  # a quote, or an escaped one inside a JSON string
+_QUOTE = r"\\*[\"']?"  # a quote, or an escaped one inside a JSON string
+_W = r"(?:\b|\\+[nrt])"
+"""Where a token may begin: a word boundary, or right after an escaped line break or tab
+(``"...\\nAKIA..."``: no boundary between ``n`` and ``A``). The escape is in the match, not in
+the finding (:func:`find_secrets` starts each value after it)."""
 _AUTHORIZATION = r"(?i:authorization)" + _QUOTE + r"[\t ]*[:=][\t ]*" + _QUOTE
 
 _RULES: tuple[_Rule, ...] = (
@@ -258,19 +337,20 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         _PEM_LABEL.replace("(?:BEGIN|END)", "BEGIN") + r"(?:[\t ]*" + _EOL + r")+"
         r"(?:[A-Za-z][A-Za-z-]*: [^\r\n\\]*(?:" + _EOL + r")+)*"
-        r"(?:[" + _B64 + r"]|\\/){40}(?:[" + _B64 + r"\t\r\n ]|\\[rnt/])*"
+        r"(?:[" + _B64 + r"]|\\+/){40}(?:[" + _B64 + r"\t\r\n ]|\\+[rnt/])*"
         r"(?:" + _PEM_LABEL.replace("(?:BEGIN|END)", "END") + r")?",
         _whole(SecretKind.PRIVATE_KEY),
         (b"-----begin ",),
     ),
     # An access key id followed closely by its secret (the IAM console's CSV, "id:secret").
     _Rule(
-        r"\b(?:AKIA|ASIA)[A-Z0-9]{16}[\t ,;:|\"']{1,6}[A-Za-z0-9/+]{40}(?:[^A-Za-z0-9/+=]|$)",
+        _W + r"(?:AKIA|ASIA)[A-Z0-9]{16}[\t ,;:|\"'\\]{1,12}[A-Za-z0-9/+]{40}"
+        r"(?:[^A-Za-z0-9/+=]|$)",
         _aws_pair,
         (b"akia", b"asia"),
     ),
     _Rule(
-        r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        _W + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
         _whole(SecretKind.AWS_ACCESS_KEY_ID),
         (b"akia", b"asia", b"abia", b"acca"),
     ),
@@ -296,18 +376,18 @@ _RULES: tuple[_Rule, ...] = (
         (b"authorization",),
     ),
     _Rule(
-        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
+        _W + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
         _whole(SecretKind.JWT, _is_jwt),
         (b"eyj",),
     ),
-    _Rule(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", _whole(SecretKind.GITHUB_TOKEN), (b"gh",)),
+    _Rule(_W + r"gh[pousr]_[A-Za-z0-9]{36,}\b", _whole(SecretKind.GITHUB_TOKEN), (b"gh",)),
     _Rule(
-        r"\bgithub_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59,}\b",
+        _W + r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59,}\b",
         _whole(SecretKind.GITHUB_TOKEN),
         (b"github_pat_",),
     ),
     _Rule(
-        r"\b(?:xox[abposre]|xapp)-[0-9]+-[A-Za-z0-9-]{20,}",
+        _W + r"(?:xox[abposre]|xapp)-[0-9]+-[A-Za-z0-9-]{20,}",
         _whole(SecretKind.SLACK_TOKEN, _is_opaque_token),
         (b"xox", b"xapp-"),
     ),
@@ -318,31 +398,55 @@ _RULES: tuple[_Rule, ...] = (
         (b"https://hooks.slack.com/",),
     ),
     _Rule(
-        r"\b(?:sk|rk)_live_[A-Za-z0-9]{24,}\b",
+        _W + r"(?:sk|rk)_live_[A-Za-z0-9]{24,}\b",
         _whole(SecretKind.STRIPE_LIVE_KEY),
         (b"sk_live_", b"rk_live_"),
     ),
     _Rule(
-        r"\bAIza[A-Za-z0-9_-]{35}(?:[^A-Za-z0-9_-]|$)",
+        _W + r"AIza[A-Za-z0-9_-]{35}(?:[^A-Za-z0-9_-]|$)",
         _trailing(SecretKind.GOOGLE_API_KEY, _ALNUM + b"_-", lambda _: True, length=39),
         (b"aiza",),
     ),
     _Rule(
-        r"\bsk-ant-[a-z]{2,10}[0-9]{2}-[A-Za-z0-9_-]{40,}",
+        _W + r"sk-ant-[a-z]{2,10}[0-9]{2}-[A-Za-z0-9_-]{40,}",
         _whole(SecretKind.ANTHROPIC_API_KEY),
         (b"sk-ant-",),
     ),
     # OpenAI: the "T3BlbkFJ" marker (base64 of "OpenAI") of user and project keys, or a typed
     # prefix with a long body.
     _Rule(
-        r"\bsk-(?:[a-z]+-)?[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}",
+        _W + r"sk-(?:[a-z]+-)?[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}",
         _whole(SecretKind.OPENAI_API_KEY),
         (b"sk-",),
     ),
     _Rule(
-        r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}",
+        _W + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}",
         _whole(SecretKind.OPENAI_API_KEY),
         (b"sk-",),
+    ),
+    # GitLab: personal, deploy, runner, pipeline-trigger and service-account tokens (and the
+    # routable form's ".01.<crc>" tail).
+    _Rule(
+        _W + r"gl(?:pat|dt|rt|ptt|soat)-[A-Za-z0-9_-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{9})?",
+        _whole(SecretKind.GITLAB_TOKEN, _looks_generated),
+        (b"glpat-", b"gldt-", b"glrt-", b"glptt-", b"glsoat-"),
+    ),
+    _Rule(
+        _W + r"npm_[A-Za-z0-9]{36}\b", _whole(SecretKind.NPM_TOKEN, _looks_generated), (b"npm_",)
+    ),
+    # An Azure storage account key in a connection string: 64 random bytes in base64.
+    _Rule(
+        r"(?i:accountkey)[\t ]*=[\t ]*[A-Za-z0-9+/]{86}==",
+        _trailing(SecretKind.AZURE_STORAGE_KEY, _B64_CHARS, _is_azure_key, length=88),
+        (b"accountkey",),
+    ),
+    # A password or secret assigned on a line of its own (.env, shell, properties, ini): the
+    # name holds "password", "passwd" or "secret", the value is a literal that ends the line
+    # (or its quoted string). Only the value is the finding: "DB_PASSWORD=" stays readable.
+    _Rule(
+        r"(?:(?m:^)|\\+n)(?:export[\t ]+)?[A-Za-z0-9_.-]*(?i:password|passwd|secret)"
+        r"[A-Za-z0-9_.-]*[\t ]*=[\t ]*\\*[\"']?[^\s\"'\\]{8,}(?:[\r\n\"'\\]|$)",
+        _assignment,
     ),
     # A password in a URL: scheme://user:password@host (any scheme: no literal beginning).
     _Rule(
@@ -385,15 +489,26 @@ def _scanner() -> _Scanner:
     return _Scanner(pattern, table)
 
 
-def _rule_at(scanner: _Scanner, data: bytes, start: int) -> _Rule:
-    """The rule whose match the scan found at ``start``: the first one that matches there, as
-    in the alternation."""
-    head = data[start : start + 24].lower()
-    for pattern, rule in scanner.by_first_byte[head[0]]:
+def _escape_at(data: bytes, start: int) -> int:
+    """The length of the escaped line break or tab (``\\n``, ``\\\\\\n``...) at ``start``, or 0."""
+    end = start
+    while end < len(data) and data[end] == 0x5C:  # backslash
+        end += 1
+    if end > start and end < len(data) and data[end] in b"nrt":
+        return end + 1 - start
+    return 0
+
+
+def _rule_at(scanner: _Scanner, data: bytes, start: int) -> tuple[_Rule, int]:
+    """The rule whose match the scan found at ``start`` (the first one that matches there, as
+    in the alternation), and the length of the escape its match begins with."""
+    skip = _escape_at(data, start)
+    head = data[start + skip : start + skip + 24].lower()
+    for pattern, rule in scanner.by_first_byte[head[0] if head else 0]:
         if rule.starts and not head.startswith(rule.starts):
             continue
         if pattern.match(data, start) is not None:
-            return rule
+            return rule, skip
     raise AssertionError("a match of the alternation matches one of its alternatives")
 
 
@@ -414,7 +529,8 @@ def find_secrets(data: bytes) -> list[SecretFinding]:
         if match is None:
             break
         start, end = match.span()
-        rule = _rule_at(scanner, data, start)
+        rule, skip = _rule_at(scanner, data, start)
+        start += skip  # an escaped line break before the token is not part of it
         text = data[start:end]
         values = rule.locate(text)
         for kind, value_start, value_end in values:
@@ -443,16 +559,22 @@ def mask_secrets(data: bytes, findings: Sequence[SecretFinding] | None = None) -
         findings = find_secrets(data)
     if not findings:
         return data
+    return _overwrite(data, findings, "masked:")
+
+
+def _overwrite(data: bytes, findings: Sequence[SecretFinding], label_prefix: str) -> bytes:
+    """``data`` with each span overwritten in place by ``[<prefix><kind>]`` and ``*``."""
     masked = bytearray(data)
+    short = f"[{label_prefix.rstrip(':')}]".encode("ascii")
     for finding in findings:
         span = data[finding.start : finding.end]
         # One C-speed pass for the stars (a truncated key block may run for megabytes), then
         # the label over the first characters that are not line breaks.
         stars = span.translate(_STARS)
         chars = len(span) - span.count(b"\n") - span.count(b"\r")
-        label = f"[masked:{finding.kind.value}]".encode("ascii")
+        label = f"[{label_prefix}{finding.kind.value}]".encode("ascii")
         if len(label) > chars:
-            label = b"[masked]" if chars >= len(b"[masked]") else b""
+            label = short if chars >= len(short) else b""
         filled = bytearray(stars)
         at = 0
         for offset in range(len(filled)):
@@ -463,6 +585,72 @@ def mask_secrets(data: bytes, findings: Sequence[SecretFinding] | None = None) -
                 at += 1
         masked[finding.start : finding.end] = filled
     return bytes(masked)
+
+
+_LINE_BREAKS = bytes(b for b in range(256) if b not in (0x0A, 0x0D))
+"""Every byte but the line breaks: what ``bytes.translate`` deletes to keep only those."""
+
+
+def redact_secrets(
+    data: bytes, findings: Sequence[SecretFinding] | None = None, *, keep_length: bool = False
+) -> bytes:
+    """A copy of ``data`` with every credential replaced by a marker of its kind, to store.
+
+    Each span becomes ``[REDACTED:<kind>]`` followed by the line breaks it held (a private key
+    block of 27 lines leaves 26 of them), so every line number after it stays that of the
+    original; the rest of the bytes are unchanged, in place. A span inside a JSON string (an
+    escaped key block) becomes the marker alone, which needs no escaping: the document stays
+    valid JSON. Scanning the copy again finds nothing.
+
+    Args:
+        data: The bytes to redact.
+        findings: Their :func:`find_secrets` (found here when omitted).
+        keep_length: Keep every span's length too (the marker, then ``*``, line breaks in
+            place): for binary bytes, whose offsets a format depends on.
+    """
+    if findings is None:
+        findings = find_secrets(data)
+    if not findings:
+        return data
+    if keep_length:
+        return _overwrite(data, findings, "REDACTED:")
+    parts: list[bytes] = []
+    at = 0
+    for finding in findings:
+        parts.append(data[at : finding.start])
+        parts.append(f"[REDACTED:{finding.kind.value}]".encode("ascii"))
+        parts.append(data[finding.start : finding.end].translate(None, _LINE_BREAKS))
+        at = finding.end
+    parts.append(data[at:])
+    return b"".join(parts)
+
+
+POLICIES = ("redact", "reject", "mask")
+"""What becomes of a result that holds a credential: redacted before it is stored (the
+default), refused whole, or stored exactly as ``restricted`` and masked on every read."""
+
+DEFAULT_POLICY = "redact"
+
+
+def screen_text(text: str, policy: str = DEFAULT_POLICY) -> str | None:
+    """``text`` under a secrets policy, for a string that reaches a model without being stored
+    (an MCP part's ``_meta``, a resource link's name): itself when it holds no credential;
+    else redacted (``redact``), masked in place (``mask``: the same length), or ``None``
+    (``reject``: withhold it).
+
+    Raises:
+        ValueError: an unknown policy.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"a secrets policy is one of {', '.join(POLICIES)}")
+    data = text.encode("utf-8", "surrogatepass")
+    findings = find_secrets(data)
+    if not findings:
+        return text
+    if policy == "reject":
+        return None
+    screened = mask_secrets(data, findings) if policy == "mask" else redact_secrets(data, findings)
+    return screened.decode("utf-8", "surrogatepass")
 
 
 _MAX_LINES_PER_KIND = 5
@@ -494,4 +682,14 @@ def describe_findings(findings: Sequence[SecretFinding]) -> str:
     return ", ".join(parts)
 
 
-__all__ = ["SecretFinding", "SecretKind", "describe_findings", "find_secrets", "mask_secrets"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "POLICIES",
+    "SecretFinding",
+    "SecretKind",
+    "describe_findings",
+    "find_secrets",
+    "mask_secrets",
+    "redact_secrets",
+    "screen_text",
+]
