@@ -365,7 +365,7 @@ def test_a_staged_file_gc_removes_before_its_writer_locks_it_is_staged_again(
     assert local_store.verify() == []
 
 
-def test_an_orphan_blob_is_reported_kept_by_gc_and_invisible_to_reads(
+def test_an_orphan_blob_is_reported_by_verify_and_removed_by_gc(
     local_store: LocalStore, clock: FakeClock
 ) -> None:
     data = b"bytes no row names"
@@ -377,11 +377,40 @@ def test_an_orphan_blob_is_reported_kept_by_gc_and_invisible_to_reads(
     clock.advance(10)
 
     assert [(f.kind, f.digest) for f in local_store.verify()] == [("orphan", ref.digest)]
-    assert local_store.gc().artifacts == 1
-
-    assert orphan.read_bytes() == data
-    assert [(f.kind, f.digest) for f in local_store.verify()] == [("orphan", ref.digest)]
     assert ScopedStore(local_store, ALICE).read(ref).outcome is ReadOutcome.MISSING
+    dry = local_store.gc(dry_run=True)
+    assert orphan.exists()
+    report = local_store.gc()
+
+    assert (report.artifacts, report.blobs) == (dry.artifacts, dry.blobs) == (1, 2)
+    assert report.bytes == len(data) + len(b"expiring")
+    assert not orphan.exists()
+    assert local_store.verify() == []
+
+
+def test_gc_keeps_a_blob_a_put_names_between_its_walk_and_its_removal(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The walk finds the file unnamed (a put renamed it into place and has not committed);
+    # the put commits before gc removes orphans: gc sees the row under the lock and keeps it.
+    data = b"named just in time"
+    ref = Ref.of(data)
+    path = local_store.blob_path_for_tests(ALICE.tenant, ref)
+    _private_dirs(path.parent)
+    path.write_bytes(data)
+    walk = LocalStore._orphans
+
+    def walk_then_put(store: LocalStore) -> list[tuple[str, str, int]]:
+        found = walk(store)
+        ScopedStore(store, ALICE).put(data)
+        return found
+
+    monkeypatch.setattr(LocalStore, "_orphans", walk_then_put)
+    local_store.gc()
+    monkeypatch.undo()
+
+    assert ScopedStore(local_store, ALICE).read(ref).data == data
+    assert local_store.verify() == []
 
 
 @pytest.mark.parametrize("relative", ["README.txt", "ab/notes", "0123/ab/cd", "zz/zz/not-a-digest"])
@@ -987,3 +1016,123 @@ def test_verify_reports_a_marker_key_readable_by_others(
     assert [(f.kind, f.detail) for f in local_store.verify()] == [
         ("permissions", "a file is not 0600")
     ]
+
+
+# -- a tampered index: bad rows are never followed, never block a scope -------------------------
+
+
+def _tamper(root: Path, sql: str, *params: object) -> None:
+    """Edit the index behind the store's back, foreign keys off (as any sqlite3 shell is)."""
+    db = sqlite3.connect(root / "index.sqlite3", isolation_level=None)
+    try:
+        db.execute(sql, params)
+    finally:
+        db.close()
+
+
+def _point_at(root: Path, digest: str, bad: str) -> None:
+    """Give the blob row and every record of ``digest`` the digest ``bad``."""
+    _tamper(root, "UPDATE blobs SET digest = ? WHERE digest = ?", bad, digest)
+    _tamper(root, "UPDATE artifacts SET digest = ? WHERE digest = ?", bad, digest)
+
+
+def test_gc_never_unlinks_a_file_outside_the_root_that_an_expired_row_names(
+    local_store: LocalStore, store_root: Path, tmp_path: Path, clock: FakeClock
+) -> None:
+    victim = tmp_path / "precious.txt"
+    victim.write_bytes(b"not the store's")
+    ref = ScopedStore(local_store, ALICE).put(b"soon expired", ttl=10).ref
+    _point_at(store_root, ref.digest, "../" + str(victim))
+    clock.advance(11)
+
+    local_store.gc()
+
+    assert victim.read_bytes() == b"not the store's"
+    assert ("corrupt", None) in [(f.kind, f.digest) for f in local_store.verify()]
+
+
+BAD_ROWS: dict[str, tuple[str, tuple[object, ...]]] = {
+    "digest-is-a-path": ("UPDATE artifacts SET digest = ? WHERE digest = ?", ("../../x",)),
+    "digest-upper-case": ("UPDATE artifacts SET digest = upper(digest) WHERE digest = ?", ()),
+    "size-is-text": ("UPDATE artifacts SET size = ? WHERE digest = ?", ("big",)),
+    "expires-is-text": ("UPDATE artifacts SET expires = ? WHERE digest = ?", ("soon",)),
+    "created-is-a-blob": ("UPDATE artifacts SET created = ? WHERE digest = ?", (b"\x00",)),
+    "unknown-sensitivity": ("UPDATE artifacts SET sensitivity = ? WHERE digest = ?", ("x",)),
+    "tenant-is-a-blob": ("UPDATE artifacts SET tenant = ? WHERE digest = ?", (b"t",)),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_ROWS))
+def test_a_malformed_row_is_left_out_of_listings_and_reported_by_verify(
+    local_store: LocalStore, store_root: Path, bad: str
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    kept = scoped.put(b"a sound artifact").ref
+    damaged = scoped.put(b"an artifact whose row is edited").ref
+    sql, params = BAD_ROWS[bad]
+    _tamper(store_root, sql, *params, damaged.digest)
+
+    listed = [record.ref for record in scoped.artifacts()]
+    findings = local_store.verify()
+
+    assert kept in listed
+    assert scoped.read(kept).data == b"a sound artifact"
+    assert [f.kind for f in findings if f.kind != "orphan"] == ["corrupt"]
+    assert all(f.digest is None or len(f.digest) == 64 for f in findings)
+
+
+@pytest.mark.parametrize("bad", ["size-is-text", "expires-is-text", "unknown-sensitivity"])
+def test_a_read_of_a_malformed_row_raises_a_store_error_not_a_bare_value_error(
+    local_store: LocalStore, store_root: Path, bad: str
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    ref = scoped.put(b"an artifact whose row is edited").ref
+    sql, params = BAD_ROWS[bad]
+    _tamper(store_root, sql, *params, ref.digest)
+
+    for verb in (scoped.read, scoped.stat, scoped.touch):
+        with pytest.raises(StoreError) as raised:
+            verb(ref)
+        assert not isinstance(raised.value, UsageError)
+
+
+@pytest.mark.parametrize("bad", list(BAD_ROWS))
+@pytest.mark.parametrize("verb", [v for v in VERBS if v != "close"])
+def test_no_verb_meets_an_untyped_error_or_touches_a_file_outside_the_root_on_a_bad_row(
+    store_root: Path, tmp_path: Path, clock: FakeClock, bad: str, verb: str
+) -> None:
+    victim = tmp_path / "x"
+    victim.write_bytes(b"outside")
+    with _opened(store_root, clock) as store:
+        ref = ScopedStore(store, ALICE).put(b"stored bytes" * 9000, ttl=5).ref
+        sql, params = BAD_ROWS[bad]
+        _tamper(store_root, sql, *params, ref.digest)
+        clock.advance(6)
+        with contextlib.suppress(CargoholdError):  # a typed error is an answer; others escape
+            VERBS[verb](store, ref)
+        assert victim.read_bytes() == b"outside"
+
+
+def test_verify_reports_a_record_whose_size_is_not_its_blobs(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    scoped = ScopedStore(local_store, ALICE)
+    ref = scoped.put(b"twelve bytes").ref
+    _tamper(store_root, "UPDATE artifacts SET size = 5 WHERE digest = ?", ref.digest)
+
+    assert scoped.read(ref).outcome is ReadOutcome.STALE
+    assert [(f.kind, f.digest) for f in local_store.verify()] == [("corrupt", ref.digest)]
+
+
+def test_verify_reports_a_record_pointed_at_another_blob(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    mine = ScopedStore(local_store, ALICE).put(b"alice's bytes").ref
+    other = ScopedStore(local_store, Scope(ALICE.tenant, "user-bob", "s")).put(b"bob's").ref
+    _tamper(
+        store_root, "UPDATE artifacts SET digest = ? WHERE digest = ?", other.digest, mine.digest
+    )
+
+    findings = local_store.verify()
+
+    assert ("corrupt", other.digest) in [(f.kind, f.digest) for f in findings]

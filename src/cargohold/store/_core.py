@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cargohold._errors import UsageError
+from cargohold._errors import CargoholdError, StoreError, UsageError
 from cargohold._records import (
     CHUNK_SIZE,
     ArtifactRecord,
@@ -20,6 +22,39 @@ from cargohold._records import (
 from cargohold._ref import Ref
 
 _DIGEST_LEN = 32
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+class MalformedRowError(StoreError):
+    """An index row holds a value no write of this store makes (a digest that is not 64
+    lowercase hex, text where a size or a time belongs...): damage or tampering.
+
+    Such a row is never followed (no path or key is built from it); listings skip it, a verb
+    that needs it raises this, and ``verify`` reports it.
+    """
+
+
+MALFORMED = "an index row of the store is malformed: run `cargohold verify`"
+"""The message of :class:`MalformedRowError`: it never quotes the row (a value may be a path)."""
+
+
+def is_digest(value: object) -> bool:
+    """Whether ``value`` is a digest as the store writes one: exactly 64 lowercase hex."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def row_int(value: object) -> int:
+    """A count or a size read from an index row: a non-negative integer, else the row is
+    malformed (SQLite keeps whatever text a tampered row holds)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedRowError(MALFORMED)
+    return value
+
+
+def _row_time(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise MalformedRowError(MALFORMED)
+    return float(value)
 
 
 def as_bytes(data: object) -> bytes:
@@ -199,6 +234,11 @@ def record_from_row(row: Any) -> ArtifactRecord:
     """An :class:`ArtifactRecord` from the first values of a row in ``RECORD_COLUMNS`` order.
 
     The parent column holds the canonical reference string (checked by the schema).
+
+    Raises:
+        MalformedRowError: a value no write makes (a bad digest, a size or time that is not a
+            number, an unknown sensitivity, a parent that is not a reference). The error never
+            quotes the value.
     """
     digest, size, media, kind, tool, created, expires, sens, complete, cls, *rest = tuple(row)[
         :RECORD_WIDTH
@@ -208,19 +248,26 @@ def record_from_row(row: Any) -> ArtifactRecord:
     def text(value: object) -> str | None:
         return None if value is None else str(value)
 
-    return ArtifactRecord(
-        ref=Ref(str(digest)),
-        size=int(size),
-        media_type=str(media),
-        kind=text(kind),
-        tool=text(tool),
-        created=float(created),
-        expires=float(expires),
-        sensitivity=Sensitivity(str(sens)),
-        complete=bool(complete),
-        classification=text(cls),
-        task=text(task),
-        worker=text(worker),
-        agent=text(agent),
-        parent=None if parent is None else Ref.parse(str(parent)),
-    )
+    if not is_digest(digest) or not isinstance(media, str) or complete not in (0, 1):
+        raise MalformedRowError(MALFORMED)
+    try:
+        return ArtifactRecord(
+            ref=Ref(digest),
+            size=row_int(size),
+            media_type=media,
+            kind=text(kind),
+            tool=text(tool),
+            created=_row_time(created),
+            expires=_row_time(expires),
+            sensitivity=Sensitivity(str(sens)),
+            complete=bool(complete),
+            classification=text(cls),
+            task=text(task),
+            worker=text(worker),
+            agent=text(agent),
+            parent=None if parent is None else Ref.parse(str(parent)),
+        )
+    except MalformedRowError:
+        raise
+    except (CargoholdError, ValueError) as exc:
+        raise MalformedRowError(MALFORMED) from exc

@@ -12,10 +12,11 @@ The tenant key is a hash of the tenant name, so no owner identity appears in a p
 Write order: hash; stage the bytes (write, fsync); then, holding SQLite's write lock, rename the
 staged file into place, fsync its directory and commit the index row. A crash at any point leaves at
 worst a staged file or an orphan blob, both of which ``verify`` reports (as housekeeping, not
-damage); never a row without its bytes. Renaming under the write lock is what lets ``gc`` unlink
-safely: it removes the rows, commits, then unlinks only blobs that no row names *while holding the
-same lock*, so a writer that re-adds the same bytes in between either sees gc's unlink or is seen
-by it.
+damage) and ``gc`` removes; never a row without its bytes. Renaming under the write lock is what
+lets ``gc`` unlink safely: it removes the rows, commits, then unlinks only blobs that no row names
+*while holding the same lock*, so a writer that re-adds the same bytes in between either sees gc's
+unlink or is seen by it. An orphan is removed the same way: found by a walk, then unlinked only
+if, under the lock, still no row names it.
 
 A writer holds an exclusive ``flock`` on its staged file from creation until the file is renamed
 or removed. The kernel drops that lock when the writer dies, however it dies, so a staged file
@@ -42,7 +43,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cargohold._errors import (
     CargoholdError,
@@ -67,13 +68,18 @@ from cargohold._records import (
 from cargohold._ref import Ref
 from cargohold._scope import Scope
 from cargohold.store._core import (
+    MALFORMED,
     RECORD_COLUMNS,
+    RECORD_WIDTH,
+    MalformedRowError,
     PreparedWrite,
     chunk_digests,
     clip_range,
+    is_digest,
     needs_refresh,
     prepare_write,
     record_from_row,
+    row_int,
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
@@ -351,6 +357,17 @@ class LocalStore:
     # -- paths ----------------------------------------------------------------------------
 
     def _blob_path(self, tenant: str, digest: str) -> Path:
+        """Where the blob of ``digest`` lives: always under ``objects``, never elsewhere.
+
+        The digest comes from an index row, which a damaged or tampered index may fill with
+        anything (``../`` and an absolute path): only a digest of 64 lowercase hex is ever
+        made into a path, so no unlink, open or rename can leave the managed root.
+
+        Raises:
+            MalformedRowError: the tenant or the digest is not one a write of this store makes.
+        """
+        if not isinstance(tenant, str) or not is_digest(digest):
+            raise MalformedRowError(MALFORMED)
         return self._objects / tenant_key(tenant) / digest[:2] / digest[2:]
 
     def _open_blob(self, tenant: str, digest: str, size: int) -> int | None:
@@ -360,6 +377,8 @@ class LocalStore:
         open wait; its type is checked on the descriptor before anything is read. On a regular
         file the flag changes nothing.
         """
+        if not isinstance(tenant, str) or not is_digest(digest):
+            return None  # a malformed row's digest is never made into a path
         parent = os.path.join(self._objects_str, tenant_key(tenant), digest[:2])
         try:
             if _HAS_O_PATH:
@@ -384,6 +403,15 @@ class LocalStore:
             os.close(fd)
             return None
         return fd
+
+    def _blob_sound(self, tenant: str, digest: str, size: int) -> bool:
+        """Whether the blob's file is there as a write leaves it: a plain file of this user,
+        of ``size`` bytes, inside the root (its bytes are checked by reads and ``verify``)."""
+        fd = self._open_blob(tenant, digest, size)
+        if fd is None:
+            return False
+        os.close(fd)
+        return True
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -481,6 +509,13 @@ class LocalStore:
         now = self._clock()
         if record.expires <= now or needs_refresh(record.expires, now, write.ttl):
             return None
+        # A row is a promise only with its bytes behind it: a blob lost since (deleted,
+        # resized, replaced by something that is not a plain file) takes the write path, which
+        # stages the bytes again. One open and fstat, never a read.
+        fd = self._open_blob(scope.tenant, write.ref.digest, len(write.data))
+        if fd is None:
+            return None
+        os.close(fd)
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
     def _put_new(self, scope: Scope, write: PreparedWrite) -> PutResult:
@@ -519,7 +554,7 @@ class LocalStore:
                     "SELECT 1 FROM blobs WHERE tenant = ? AND digest = ?", (scope.tenant, digest)
                 ).fetchone()
                 path = self._blob_path(scope.tenant, digest)
-                blob_written = blob is None or not path.exists()
+                blob_written = blob is None or not self._blob_sound(scope.tenant, digest, size)
                 if blob_written:
                     if staged is None:  # gc removed the blob since we looked: stage it now
                         staged, chunks = self._stage(write.data, write.ref, locks)
@@ -527,7 +562,9 @@ class LocalStore:
                         objects, held = db.execute(
                             "SELECT objects, bytes FROM stats WHERE id = 1"
                         ).fetchone()
-                        self.limits.check_store(objects, held + self._leftover_bytes(), size)
+                        self.limits.check_store(
+                            row_int(objects), row_int(held) + self._leftover_bytes(), size
+                        )
                     _mkdir_private(path.parent)
                     os.rename(staged, path)
                     staged = None
@@ -616,9 +653,11 @@ class LocalStore:
             if row is None:
                 return _absent(self._index, scope, ref), b""
         record = record_from_row(row[:-1])
+        if not isinstance(row[-1], bytes):
+            raise MalformedRowError(MALFORMED)
         if record.expires <= self._clock():
             return ReadResult(ReadOutcome.EXPIRED, ref, record=record), b""
-        return ReadResult(ReadOutcome.RESOLVED, ref, record=record), bytes(row[-1])
+        return ReadResult(ReadOutcome.RESOLVED, ref, record=record), row[-1]
 
     def stat(self, scope: Scope, ref: Ref) -> ReadResult:
         with _translated():
@@ -703,12 +742,17 @@ class LocalStore:
             return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
 
     def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
+        """Every record of the scope's owner, oldest first; see :meth:`StoreBackend.artifacts`.
+
+        A malformed row (see :class:`MalformedRowError`) is left out, so one damaged row never
+        hides the rest of a scope; ``verify`` reports it.
+        """
         with _translated(), self._lock:
             rows = self._index.execute(
                 _SELECT_ALL,
                 scope.owner,
             ).fetchall()
-        return [record_from_row(row) for row in rows]
+        return _sound_records(rows)
 
     def usage(self, scope: Scope) -> Usage:
         with _translated(), self._lock:
@@ -717,7 +761,7 @@ class LocalStore:
                 " WHERE tenant = ? AND user = ? AND session = ? AND expires > ?",
                 (*scope.owner, self._clock()),
             ).fetchone()
-        return Usage(int(objects), int(held))
+        return Usage(int(objects), int(held))  # count and sum: SQLite's own numbers
 
     def store_usage(self) -> Usage:
         """Distinct blobs and their bytes, plus the bytes of staging leftovers.
@@ -730,7 +774,7 @@ class LocalStore:
                 objects, held = self._index.execute(
                     "SELECT objects, bytes FROM stats WHERE id = 1"
                 ).fetchone()
-            return Usage(int(objects), int(held) + self._leftover_bytes())
+            return Usage(row_int(objects), row_int(held) + self._leftover_bytes())
 
     def _leftover_bytes(self) -> int:
         """Bytes of the staged files no live writer holds."""
@@ -755,18 +799,27 @@ class LocalStore:
             return self._gc(dry_run, progress)
 
     def _gc(self, dry_run: bool, progress: Progress | None) -> GcReport:
+        # Walked before the write lock is taken (writers wait for no walk); each orphan is
+        # checked again under the lock before it goes.
+        orphans = self._orphans()
         with self._write() as db:
             now = self._clock()
             # gc's cost must follow the expired count, not the store's size: the indexes are named
             # because SQLite's planner, without statistics, would rather scan a whole index than
             # sort the few expired rows, and check a digest's live rows through a tenant-wide
             # scan. Sorting in Python keeps the order deterministic (str order is UTF-8 order).
+            # A malformed row (a digest that is not 64 hex, an owner that is not text) is never
+            # followed: neither it nor any file is touched on its account; verify reports it.
             expired = sorted(
-                db.execute(
-                    "SELECT tenant, user, session, digest FROM artifacts"
-                    " INDEXED BY artifacts_by_expiry WHERE expires <= ?",
-                    (now,),
-                ).fetchall(),
+                (
+                    row
+                    for row in db.execute(
+                        "SELECT tenant, user, session, digest FROM artifacts"
+                        " INDEXED BY artifacts_by_expiry WHERE expires <= ?",
+                        (now,),
+                    ).fetchall()
+                    if all(isinstance(part, str) for part in row[:3]) and is_digest(row[3])
+                ),
                 key=lambda row: (row[0], row[3], row[1], row[2]),
             )
             candidates = sorted({(tenant, digest) for tenant, _, _, digest in expired})
@@ -778,12 +831,15 @@ class LocalStore:
                     (tenant, digest, now),
                 ).fetchone()
                 if live is None:
-                    (size,) = db.execute(
+                    blob = db.execute(
                         "SELECT size FROM blobs WHERE tenant = ? AND digest = ?", (tenant, digest)
                     ).fetchone()
-                    doomed.append((tenant, digest, int(size)))
-            freed = sum(size for _, _, size in doomed)
-            report = GcReport(len(expired), len(doomed), freed, dry_run)
+                    size = None if blob is None else blob[0]
+                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                        doomed.append((tenant, digest, size))
+                    # else no blob row (nothing to remove) or a malformed one (kept, reported)
+            freed = sum(size for _, _, size in doomed) + sum(size for _, _, size in orphans)
+            report = GcReport(len(expired), len(doomed) + len(orphans), freed, dry_run)
             if dry_run:
                 return report
             db.executemany(
@@ -814,8 +870,64 @@ class LocalStore:
                             os.unlink(self._blob_path(tenant, digest))
             if progress is not None:
                 progress(min(start + 256, total), total)
+        self._remove_orphans(orphans)
         self._remove_dead_staging()
         return report
+
+    def _orphans(self) -> list[tuple[str, str, int]]:
+        """Blob files no blob row names: ``(tenant key, digest, size)``, in path order.
+
+        Only a plain file whose path has the shape the store gives a blob
+        (``objects/<tenant key>/<ab>/<62 hex>``) is one; anything else under ``objects`` is an
+        unknown entry, kept. The rows are read before the walk: a blob renamed into place
+        after them may be listed, and :meth:`_remove_orphans` sees its row then.
+        """
+        named: dict[str, set[str]] = {}
+        with self._lock:
+            rows = self._index.execute("SELECT tenant, digest FROM blobs").fetchall()
+        for tenant, digest in rows:
+            if isinstance(tenant, str) and is_digest(digest):
+                named.setdefault(tenant_key(tenant), set()).add(digest)
+        try:
+            top = os.lstat(self._objects)
+        except FileNotFoundError:
+            return []
+        if not stat.S_ISDIR(top.st_mode):
+            return []  # never walk through a link: a verify finding, not gc's business
+        found: list[tuple[str, str, int]] = []
+        for key in sorted(_listdir(self._objects_str)):
+            key_dir = os.path.join(self._objects_str, key)
+            if not _is_plain_dir(key_dir):
+                continue
+            for prefix in sorted(_listdir(key_dir)):
+                prefix_dir = os.path.join(key_dir, prefix)
+                if len(prefix) != 2 or not _is_plain_dir(prefix_dir):
+                    continue
+                for rest in sorted(_listdir(prefix_dir)):
+                    digest = prefix + rest
+                    if not is_digest(digest) or digest in named.get(key, ()):
+                        continue
+                    with contextlib.suppress(FileNotFoundError):
+                        info = os.lstat(os.path.join(prefix_dir, rest))
+                        if stat.S_ISREG(info.st_mode):
+                            found.append((key, digest, info.st_size))
+        return found
+
+    def _remove_orphans(self, orphans: list[tuple[str, str, int]]) -> None:
+        """Unlink orphan blob files, each checked again under the write lock (a put may have
+        named the same bytes since the walk: it renames and commits under that lock)."""
+        for start in range(0, len(orphans), 256):
+            with self._write() as db:
+                for key, digest, _ in orphans[start : start + 256]:
+                    tenants = db.execute(
+                        "SELECT tenant FROM blobs WHERE digest = ?", (digest,)
+                    ).fetchall()
+                    if any(tenant_key(t) == key for (t,) in tenants if isinstance(t, str)):
+                        continue
+                    path = os.path.join(self._objects_str, key, digest[:2], digest[2:])
+                    with contextlib.suppress(FileNotFoundError):
+                        if stat.S_ISREG(os.lstat(path).st_mode):
+                            os.unlink(path)
 
     def _remove_dead_staging(self) -> None:
         with os.scandir(self._staging) as entries:
@@ -839,21 +951,40 @@ class LocalStore:
         findings: list[Finding] = []
         with self._lock:
             blobs = self._index.execute(
-                "SELECT tenant, digest, size, chunk_size, chunks FROM blobs ORDER BY tenant, digest"
+                "SELECT tenant, digest, size, chunk_size, chunks FROM blobs"
             ).fetchall()
-            unbacked = self._index.execute(
-                "SELECT DISTINCT a.digest FROM artifacts a LEFT JOIN blobs b"
-                " ON a.tenant = b.tenant AND a.digest = b.digest WHERE b.digest IS NULL"
-                " ORDER BY a.digest"
+            # Every record, with the size of the blob it names (NULL: no blob row).
+            records = self._index.execute(
+                "SELECT "  # noqa: S608 - the column list is a constant of this module
+                + ", ".join("a." + c.strip() for c in _RECORD_COLUMNS.split(","))
+                + ", a.tenant, a.user, a.session, b.digest IS NOT NULL, b.size"
+                " FROM artifacts a LEFT JOIN blobs b ON a.tenant = b.tenant AND a.digest = b.digest"
             ).fetchall()
-        for (digest,) in unbacked:
-            findings.append(Finding("missing_blob", digest, "a record has no blob row"))
+        findings.extend(_record_findings(records))
+        sound = []
+        for row in blobs:
+            tenant, digest, size, chunk_size, chunks = row
+            if (
+                not isinstance(tenant, str)
+                or not is_digest(digest)
+                or isinstance(size, bool)
+                or not isinstance(size, int)
+                or size < 0
+                or isinstance(chunk_size, bool)
+                or not isinstance(chunk_size, int)
+                or chunk_size <= 0
+                or not isinstance(chunks, bytes)
+            ):
+                findings.append(Finding("corrupt", None, "a blob row of the index is malformed"))
+            else:
+                sound.append(row)
+        sound.sort(key=lambda row: (row[0], row[1]))
         known: dict[str, set[str]] = {}
-        for index, (tenant, digest, size, chunk_size, chunks) in enumerate(blobs, 1):
+        for index, (tenant, digest, size, chunk_size, chunks) in enumerate(sound, 1):
             known.setdefault(tenant_key(tenant), set()).add(digest)
-            findings.extend(self._check_blob(tenant, digest, size, chunk_size, bytes(chunks)))
+            findings.extend(self._check_blob(tenant, digest, size, chunk_size, chunks))
             if progress is not None:
-                progress(index, len(blobs))
+                progress(index, len(sound))
         findings.extend(self._walk_objects(known))
         with os.scandir(self._staging) as entries:
             for name in sorted(entry.name for entry in entries):
@@ -1016,6 +1147,57 @@ def _absent(db: sqlite3.Connection, scope: Scope, ref: Ref) -> ReadResult:
         (scope.tenant, ref.digest),
     ).fetchone()
     return ReadResult(ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING, ref)
+
+
+def _record_findings(rows: list[Any]) -> list[Finding]:
+    """What is wrong with the index's records: malformed rows, rows without a blob row, and
+    rows whose size is not their blob's (a row edited, or pointed at other bytes).
+
+    ``rows`` are records in ``RECORD_COLUMNS`` order followed by the owner's three parts,
+    whether a blob row backs the record, and that blob's size. A malformed row's digest is
+    never quoted (it may be a path).
+    """
+    found: list[tuple[str, str, str]] = []
+    for row in rows:
+        *owner, backed, blob_size = row[RECORD_WIDTH:]
+        try:
+            record = record_from_row(row)
+            if not all(isinstance(part, str) for part in owner):
+                raise MalformedRowError(MALFORMED)
+        except MalformedRowError:
+            found.append(("corrupt", "", "an index record is malformed (never followed)"))
+            continue
+        if not backed:
+            found.append(("missing_blob", record.ref.digest, "a record has no blob row"))
+        elif blob_size != record.size:
+            found.append(("corrupt", record.ref.digest, "a record's size is not its blob's"))
+    return [Finding(kind, digest or None, detail) for kind, digest, detail in sorted(set(found))]
+
+
+def _sound_records(rows: list[Any]) -> list[ArtifactRecord]:
+    """The records of ``rows``, leaving out the malformed ones (``verify`` reports them)."""
+    records = []
+    for row in rows:
+        try:
+            records.append(record_from_row(row))
+        except MalformedRowError:
+            continue
+    return records
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _is_plain_dir(path: str) -> bool:
+    """A directory, not a link to one (gc never walks out of the root through a link)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _read_exact(fd: int, offset: int, length: int) -> bytes:
