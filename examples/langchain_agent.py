@@ -41,7 +41,7 @@ class ScriptedModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
-with cargohold.open("memory://", tenant="acme", user="ana") as hold:
+with cargohold.open("memory://", tenant="acme", user="ana", session="app") as hold:
     guarded = CargoholdMiddleware(hold, check_window=False)  # a scripted model has no window
     agent = create_agent(ScriptedModel(), tools=[list_orders], middleware=[guarded])
     thread = {"configurable": {"thread_id": "orders-1"}}  # the thread is the session

@@ -32,7 +32,7 @@ def answer(call: ModelCall) -> Any:  # the recovered segment: exact rows, verifi
 async def main() -> None:
     steps = [[function_call("list_orders", {}, call_id="1")], ModelStep.respond(query)]
     model = ScriptedModel([*steps, ModelStep.respond(answer)])
-    async with cargohold.open("memory://", tenant="acme", user="ana") as hold:
+    async with cargohold.open("memory://", tenant="acme", user="ana", session="app") as hold:
         cargo = AgentsAdapter(hold)
         tools = [*cargo.wrap_tools([list_orders]), *cargo.read_tools()]
         agent = Agent(name="analyst", model=model, tools=tools)

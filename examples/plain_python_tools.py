@@ -2,8 +2,14 @@
 in the store), a small one as the value itself, and a read brings back exactly what is asked."""
 
 import asyncio
+import os
 
 import cargohold
+
+# The bare decorator's hold (below) is the configured one, and a configured hold needs a session:
+# CARGOHOLD_SESSION or `session` in cargohold.toml (there is no default: unrelated runs never
+# share a scope).
+os.environ.setdefault("CARGOHOLD_SESSION", "tools-demo")
 
 hold = cargohold.open("memory://", tenant="acme", user="ana", session="run-1")
 
@@ -31,6 +37,6 @@ print(stub)
 print(asyncio.run(status("billing")))
 answer = hold.call_tool("artifact_grep", {"ref": stub.split()[1], "pattern": "ERROR"})
 print(answer.text)  # the matching lines, verified against the stored bytes
-print(config_dump().splitlines()[0])  # readable later: cargohold read <ref>
+print(config_dump().splitlines()[0])  # later: CARGOHOLD_SESSION=tools-demo cargohold read <ref>
 print("\n".join(hold.summary.lines()))
 hold.close()

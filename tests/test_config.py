@@ -38,7 +38,7 @@ def test_with_nothing_configured_the_defaults_apply(project: Path) -> None:
     settings = load_settings(environ={}, cwd=project)
 
     assert settings.store is None
-    assert (settings.tenant, settings.session) == ("local", "default")
+    assert (settings.tenant, settings.session) == ("local", None)
     assert settings.user
     assert settings.limits == Limits()
     assert settings.source is None
@@ -113,7 +113,7 @@ def test_a_named_configuration_file_replaces_the_search(
     else:
         settings = load_settings(environ={}, cwd=project, config_file=named)
 
-    assert (settings.tenant, settings.session) == ("named", "default")
+    assert (settings.tenant, settings.session) == ("named", None)
     assert settings.source == named
 
 
@@ -247,7 +247,12 @@ def test_a_configuration_error_is_a_usage_error() -> None:
 
 def test_configured_limits_are_the_limits_a_store_enforces(project: Path) -> None:
     settings = load_settings(
-        environ={"CARGOHOLD_STORE": "memory://", "CARGOHOLD_SESSION_OBJECTS": "2"}, cwd=project
+        environ={
+            "CARGOHOLD_STORE": "memory://",
+            "CARGOHOLD_SESSION_OBJECTS": "2",
+            "CARGOHOLD_SESSION": "run-1",
+        },
+        cwd=project,
     )
     assert settings.store is not None
     store = open_store(settings.store, limits=settings.limits)

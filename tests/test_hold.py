@@ -97,6 +97,60 @@ def test_open_reads_a_configuration_file_in_the_working_directory(
     assert store_dir.is_dir()
 
 
+def test_open_without_a_session_anywhere_refuses_and_says_how_to_give_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store_dir = tmp_path / "never-opened"
+    monkeypatch.chdir(tmp_path)  # no configuration file, no CARGOHOLD_SESSION
+
+    with pytest.raises(cargohold.InvalidScopeError) as raised:
+        cargohold.open(store_dir, tenant="acme", user="ana")
+
+    # The message is the behaviour: it names each way to give a session.
+    assert "session=" in str(raised.value)
+    assert "CARGOHOLD_SESSION" in str(raised.value)
+    assert "cargohold.toml" in str(raised.value)
+    assert not store_dir.exists()  # refused before any store was opened
+
+
+def test_a_bare_decorated_tool_without_a_configured_session_refuses_at_its_first_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_STORE", "memory://")
+    monkeypatch.chdir(tmp_path)
+
+    @cargohold.offload_tool
+    def read_log() -> str:
+        return _log(40 * KiB)
+
+    with pytest.raises(cargohold.InvalidScopeError):
+        read_log()
+
+
+@pytest.mark.parametrize("how", ["environment", "file"])
+def test_open_takes_its_session_from_the_environment_or_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if how == "environment":
+        monkeypatch.setenv("CARGOHOLD_SESSION", "run-7")
+    else:
+        (tmp_path / "cargohold.toml").write_text('session = "run-7"\n', encoding="utf-8")
+
+    with cargohold.open("memory://", tenant="acme", user="ana") as hold:
+        assert hold.scope == Scope("acme", "ana", "run-7")
+
+
+def test_unrelated_runs_that_name_their_sessions_do_not_share_a_scope() -> None:
+    store = MemoryStore()
+    body = _log(40 * KiB)
+    with cargohold.open(store, tenant="acme", user="ana", session="run-a") as first:
+        ref = first.offload(body, tool="read_log").ref
+        assert ref is not None
+    with cargohold.open(store, tenant="acme", user="ana", session="run-b") as second:
+        assert second.read(ref).outcome is RehydrateOutcome.UNAUTHORIZED
+
+
 def test_open_store_with_no_argument_honours_the_configured_store(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -119,7 +119,9 @@ def sink() -> ListSink:
 
 @pytest.fixture
 def hold(tmp_path: Path, sink: ListSink) -> Iterator[cargohold.Hold]:
-    with cargohold.open(tmp_path / "store", tenant="acme", user="ana", sinks=[sink]) as opened:
+    with cargohold.open(
+        tmp_path / "store", tenant="acme", user="ana", session="app", sinks=[sink]
+    ) as opened:
         yield opened
 
 
@@ -398,7 +400,7 @@ def test_a_resumed_thread_reads_its_old_references_from_a_new_agent(
     tmp_path: Path,
 ) -> None:
     checkpointer = InMemorySaver()  # the thread's checkpoints outlive both agents
-    with cargohold.open(tmp_path / "store", tenant="acme", user="ana") as first_hold:
+    with cargohold.open(tmp_path / "store", tenant="acme", user="ana", session="app") as first_hold:
         first = scripted(call("list_orders", "c1"), AIMessage("stored"))
         create_agent(
             first,
@@ -407,7 +409,7 @@ def test_a_resumed_thread_reads_its_old_references_from_a_new_agent(
             checkpointer=checkpointer,
         ).invoke({"messages": [HumanMessage("load")]}, thread("t-resume"))
 
-    with cargohold.open(tmp_path / "store", tenant="acme", user="ana") as later_hold:
+    with cargohold.open(tmp_path / "store", tenant="acme", user="ana", session="app") as later_hold:
         later = scripted(
             call("artifact_read", "c2", ref=REF, offset=0, length=64), AIMessage("done")
         )

@@ -185,6 +185,7 @@ def test_functions_decorated_by_one_call_share_one_configured_hold_opened_once(
     import cargohold._hold
 
     monkeypatch.setenv("CARGOHOLD_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("CARGOHOLD_SESSION", "tools-2")
     opened: list[cargohold.Hold] = []
     real_open = cargohold._hold.open
 

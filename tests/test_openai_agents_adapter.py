@@ -507,7 +507,7 @@ def test_a_resumed_session_reads_its_old_references_from_a_new_agent_and_runner(
     first = ScriptedModel(
         [[function_call("list_orders", {}, call_id="orders-1")], [assistant_message("stored")]]
     )
-    with cargohold.open(store, tenant="acme", user="ana") as hold:
+    with cargohold.open(store, tenant="acme", user="ana", session="app") as hold:
         cargo = AgentsAdapter(hold)
         agent = Agent(name="analyst", model=first, tools=cargo.wrap_tools([list_orders]))
         session = SQLiteSession("thread-7", db)
@@ -515,7 +515,8 @@ def test_a_resumed_session_reads_its_old_references_from_a_new_agent_and_runner(
         session.close()
 
     later = ScriptedModel([_read_step(offset=1_000_000, length=2048), [assistant_message("ok")]])
-    with cargohold.open(store, tenant="acme", user="ana") as hold:  # a new process's hold
+    # a new process's hold
+    with cargohold.open(store, tenant="acme", user="ana", session="app") as hold:
         cargo = AgentsAdapter(hold)
         agent = Agent(name="analyst", model=later, tools=cargo.read_tools())
         session = SQLiteSession("thread-7", db)

@@ -12,7 +12,8 @@ limit or meets a store that is down returns a bounded notice instead: never the 
     def query_orders(day: str) -> str: ...
 
     @cargohold.offload_tool                 # the configured hold (cargohold.toml, CARGOHOLD_*),
-    async def fetch(url: str) -> bytes: ... # opened at the first call, as the CLI resolves it
+    async def fetch(url: str) -> bytes: ... # opened at the first call as cargohold.open() does
+                                            # (a session configured, or InvalidScopeError)
 
 What is stored is the value's own bytes: text as UTF-8, bytes as they are, anything else as its
 compact JSON (a ``dict`` is stored as JSON, never as its Python ``repr``).
@@ -91,8 +92,9 @@ def offload_tool(
 
     Args:
         target: A :class:`~cargohold.Hold`, or ``None`` for the configured one (opened once, at
-            the function's first call, exactly as ``cargohold.open()`` resolves it; a function
-            decorated this way keeps its own hold for its lifetime).
+            the function's first call, exactly as ``cargohold.open()`` resolves it, so its
+            first call raises :class:`~cargohold.InvalidScopeError` when no session is
+            configured; a function decorated this way keeps its own hold for its lifetime).
         tool: The tool's name in stubs, events and per-tool thresholds (the function's name by
             default).
         media_type: The media type of the results (guessed from the value by default).

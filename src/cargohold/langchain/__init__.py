@@ -23,7 +23,7 @@ Example::
     from cargohold.langchain import CargoholdMiddleware
     from langchain.agents import create_agent
 
-    hold = cargohold.open(tenant="acme", user="ana")
+    hold = cargohold.open(tenant="acme", user="ana", session="app")
     agent = create_agent(model, tools=[fetch_log], middleware=[CargoholdMiddleware(hold)])
     agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "t-42"}})
 """

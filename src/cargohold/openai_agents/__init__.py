@@ -36,7 +36,7 @@ Example::
     from agents import Agent, Runner, SQLiteSession
     from cargohold.openai_agents import AgentsAdapter
 
-    hold = cargohold.open(tenant="acme", user="ana")
+    hold = cargohold.open(tenant="acme", user="ana", session="app")
     cargo = AgentsAdapter(hold)
     agent = Agent(name="analyst", tools=[*cargo.wrap_tools([fetch_orders]), *cargo.read_tools()])
     session = SQLiteSession("thread-42", "threads.db")
