@@ -298,3 +298,110 @@ def test_the_cli_mirrors_the_librarys_roles_and_limits_without_importing_it_at_s
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "False"
+
+
+# -- documents nested past what a parser recurses ----------------------------------------------
+
+DEEP = 100_000
+
+
+def resealed(packet: dict[str, Any]) -> bytes:
+    """A packet document for ``packet`` with its digest recomputed: a hand-made packet."""
+    from cargohold.envelopes._envelope import canonical_json
+
+    digest = "sha256:" + hashlib.sha256(canonical_json(packet)).hexdigest()
+    return json.dumps({"digest": digest, "packet": packet}).encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "command"),
+    [
+        ("deep.json", '{"a":' * DEEP + "1" + "}" * DEEP, ["build", "--authority", "{path}"]),
+        ("deep.toml", "a = " + "[" * DEEP + "]" * DEEP + "\n", ["build", "--authority", "{path}"]),
+        ("deep.json", '{"a":' * DEEP + "1" + "}" * DEEP, ["build", "--authority", "-"]),
+        ("deep.json", "[" * DEEP + "]" * DEEP, ["check", "{path}", "--authority", "{scenario}"]),
+        ("deep.json", "[" * DEEP + "]" * DEEP, ["check", "-", "--authority", "{scenario}"]),
+        ("deep.json", '{"a":' * DEEP + "1" + "}" * DEEP, ["load", "{path}"]),
+        ("deep.json", "[" * DEEP + "]" * DEEP, ["ownership", "src/x.py", "--packet", "{path}"]),
+    ],
+    ids=[
+        "authority-json",
+        "authority-toml",
+        "authority-stdin",
+        "check",
+        "check-stdin",
+        "load",
+        "ownership",
+    ],
+)
+def test_a_document_nested_100000_deep_is_a_usage_error_in_one_line(
+    store: Path, tmp_path: Path, name: str, text: str, command: list[str]
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    args = [a.format(path=path, scenario=SCENARIO_TOML) for a in command]
+    extra = ["--role", "worker", "--task", "T2"] if command[0] == "build" else []
+
+    result = run(store, "envelope", *args, *extra, input=text.encode())
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_loading_a_hand_made_packet_with_facts_nested_700_deep_is_a_usage_error(
+    store: Path, tmp_path: Path
+) -> None:
+    packet = json.loads(run(store, *build_args(SCENARIO_TOML, "worker")).stdout)["packet"]
+    deep: Any = "T2"
+    for _ in range(700):  # parses, but deeper than a recursive walk of it goes
+        deep = [deep]
+    packet["facts"]["brief"] = deep
+    path = tmp_path / "deep.json"
+    path.write_bytes(resealed(packet))
+
+    result = run(store, "envelope", "load", str(path))
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "media_type"),
+    [(b"not json {", "application/json"), (b"\xff\xfe binary", "text/plain; charset=utf-8")],
+)
+def test_loading_a_packet_whose_fact_is_not_what_its_packet_says_is_a_usage_error(
+    store: Path, tmp_path: Path, body: bytes, media_type: str
+) -> None:
+    stored = run(store, "put", "-", input=body)
+    packet = json.loads(run(store, *build_args(SCENARIO_TOML, "worker")).stdout)["packet"]
+    stub = {"artifact": stored.stdout.strip(), "bytes": len(body), "media_type": media_type}
+    packet["facts"]["brief"] = stub
+    path = tmp_path / "forged.json"
+    path.write_bytes(resealed(packet))
+
+    result = run(store, "envelope", "load", str(path))
+
+    assert stored.exit_code == ExitCode.OK
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_load_facts_refuses_facts_nested_700_deep_with_a_typed_error(tmp_path: Path) -> None:
+    # The library under the command: the typed error, not Python's RecursionError.
+    import cargohold
+    from cargohold.envelopes import EnvelopeError, load_facts
+
+    packet = ready(scenario(), Role.WORKER, task="T2").as_document()["packet"]
+    deep: Any = "T2"
+    for _ in range(700):
+        deep = [deep]
+    packet["facts"]["brief"] = deep
+
+    with (
+        cargohold.open(tmp_path / "store", session="s-env") as hold,
+        pytest.raises(EnvelopeError),
+    ):
+        load_facts(resealed(packet), hold.store)

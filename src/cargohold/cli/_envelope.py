@@ -68,6 +68,11 @@ Exit status:
   12  context-insufficient: the authority lacks a fact the role requires
   13  context-conflict: the authority contradicts itself about a path the packet rests on"""
 
+_TOO_DEEP = (
+    "arrays or objects nest hundreds of levels deep, past what the parser reads "
+    "(a real one nests a few levels)"
+)
+
 _AUTHORITY_HELP = "The authority file (.json or .toml), or - for standard input."
 _SOURCE_HELP = (
     "Instead of --authority: MODULE:NAME of an AuthoritySource (an object with load()), or of "
@@ -140,9 +145,12 @@ def _authority(authority_file: str | None, source: str | None) -> Authority:
     if source is not None:
         return _source(source).load()
     assert authority_file is not None
-    if authority_file == "-":
-        return decode_authority(_read_limited("-", MAX_AUTHORITY_BYTES, "an authority"))
-    return load_authority(authority_file)
+    try:
+        if authority_file == "-":
+            return decode_authority(_read_limited("-", MAX_AUTHORITY_BYTES, "an authority"))
+        return load_authority(authority_file)
+    except RecursionError:  # the parser's own recursion, at a depth no authority has
+        raise UsageError(f"invalid authority: {_TOO_DEEP}") from None
 
 
 def _authority_options(function: Any) -> Any:
@@ -444,7 +452,11 @@ def _packet(name: str, authority_file: str | None) -> Envelope:
 
     if name == "-" and authority_file == "-":
         raise click.UsageError("the packet and the authority cannot both come from stdin")
-    return Envelope.parse(_read_limited(name, MAX_PACKET_BYTES, "a packet document"))
+    data = _read_limited(name, MAX_PACKET_BYTES, "a packet document")
+    try:
+        return Envelope.parse(data)
+    except RecursionError:  # the parser's own recursion, at a depth no packet has
+        raise UsageError(f"not a packet document: {_TOO_DEEP}") from None
 
 
 @envelope.command(epilog=EXIT_HELP)

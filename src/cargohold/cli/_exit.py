@@ -71,6 +71,8 @@ def exit_code_for(exc: BaseException) -> ExitCode:
         return ExitCode.USAGE
     if isinstance(exc, RejectedError):
         return ExitCode.REJECTED
+    if isinstance(exc, RecursionError):  # an input nested past what a parser recurses
+        return ExitCode.USAGE
     if isinstance(exc, CargoholdError):
         # The guard's errors by their stable codes: importing the guard here would load it (and
         # its client wrappers) on every start of the command line.
@@ -90,6 +92,10 @@ def error_line(exc: BaseException) -> str:
     """
     if isinstance(exc, CargoholdError):
         text = " ".join(str(exc).split()) or exc.code
+    elif isinstance(exc, RecursionError):
+        # Only input nests that deep (a document of arrays in arrays, thousands of levels); the
+        # commands that parse documents say so themselves, this is the net under the rest.
+        text = "the input nests too deeply to read (arrays or objects hundreds of levels deep)"
     else:
         text = f"unexpected {type(exc).__name__}; nothing more is shown, as its text may hold paths"
     return f"cargohold: error: {text}"

@@ -22,10 +22,13 @@ from typing import Any, Protocol
 from cargohold._records import ReadResult
 from cargohold._ref import Ref, is_ref
 from cargohold.envelopes._envelope import Envelope
-from cargohold.envelopes._types import DIGEST_KIND
+from cargohold.envelopes._types import DIGEST_KIND, EnvelopeError
 
 MAX_LOAD_BYTES = 16 * 1024 * 1024
 """The most bytes one reference is read for by default."""
+MAX_FACT_DEPTH = 100
+"""The deepest nesting of a packet's facts :func:`load_facts` walks. The authority's schema keeps
+real facts a few levels deep; a hand-made packet nested deeper is refused, not recursed into."""
 
 _STUB_KEYS = frozenset({"artifact", "bytes", "media_type"})
 
@@ -100,7 +103,9 @@ def load_facts(
         max_bytes: The most bytes one reference is read for.
 
     Raises:
-        EnvelopeError: not a valid packet document.
+        EnvelopeError: not a valid packet document, facts nested deeper than
+            :data:`MAX_FACT_DEPTH`, or a referenced fact that is not the JSON or text its
+            packet says.
     """
     if not isinstance(envelope, Envelope):
         envelope = Envelope.parse(envelope)
@@ -111,18 +116,29 @@ def load_facts(
         if not result.ok or result.data is None:
             failed[ref] = result.outcome.value
             return False, None
-        if media_type.startswith("application/json"):
-            return True, json.loads(result.data)
-        return True, result.data.decode("utf-8")
+        json_fact = media_type.startswith("application/json")
+        try:
+            if json_fact:
+                return True, json.loads(result.data)
+            return True, result.data.decode("utf-8")
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError included
+            # Only a hand-made packet names such bytes: cargohold stores what it can read back.
+            what = "JSON nested no deeper than Python parses" if json_fact else "UTF-8 text"
+            raise EnvelopeError(f"the fact {ref} is not {what}, as its packet says") from None
 
-    def resolve(value: Any) -> Any:
+    def resolve(value: Any, depth: int = 0) -> Any:
+        if depth > MAX_FACT_DEPTH:  # before Python's own recursion limit, and typed
+            raise EnvelopeError(
+                f"the packet's facts nest deeper than {MAX_FACT_DEPTH} levels; a packet "
+                "cargohold builds nests a few"
+            )
         if _is_stub(value):
             ok, loaded = read(value["artifact"], str(value["media_type"]))
             return loaded if ok else value
         if isinstance(value, Mapping):
-            return {key: resolve(item) for key, item in value.items()}
+            return {key: resolve(item, depth + 1) for key, item in value.items()}
         if isinstance(value, list):
-            return [resolve(item) for item in value]
+            return [resolve(item, depth + 1) for item in value]
         return value
 
     facts = resolve(envelope.facts)
