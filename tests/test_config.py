@@ -339,6 +339,41 @@ def test_a_configuration_error_names_the_offending_key(
     assert str(raised.value).startswith(f"invalid configuration: {key}: ")
 
 
+@pytest.mark.parametrize(
+    ("file", "environ", "overrides", "key"),
+    [
+        ("heavy_threshold = 1e15\n", {}, {}, "heavy_threshold"),
+        ("", {"CARGOHOLD_HEAVY_THRESHOLD": "1000000000000000"}, {}, "heavy_threshold"),
+        ("", {}, {"heavy_threshold": 10**15}, "heavy_threshold"),
+        ("[tool_thresholds]\nfetch = 1048577\n", {}, {}, "tool_thresholds.fetch"),
+        ("", {"CARGOHOLD_TOOL_THRESHOLDS": "fetch=1048577"}, {}, "tool_thresholds.fetch"),
+        ("", {}, {"tool_thresholds": {"fetch": 1048577}}, "tool_thresholds.fetch"),
+    ],
+    ids=["file", "environment", "argument", "tool-file", "tool-environment", "tool-argument"],
+)
+def test_a_threshold_above_the_largest_read_is_refused_naming_the_setting_and_the_bound(
+    project: Path, file: str, environ: dict[str, str], overrides: dict[str, object], key: str
+) -> None:
+    # 1e15 was accepted and turned offloading off: the guard then let 5 MiB through raw.
+    _write(project / "cargohold.toml", file)
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings(overrides, environ=environ, cwd=project)
+
+    # The message is the behaviour: the setting to fix and the bound it must keep.
+    assert f"{key}: must be at most 1048576 bytes" in str(raised.value)
+
+
+def test_a_threshold_of_exactly_the_largest_read_is_accepted(project: Path) -> None:
+    settings = load_settings(
+        {"heavy_threshold": 1048576, "tool_thresholds": {"fetch": 1048576}},
+        environ={},
+        cwd=project,
+    )
+
+    assert (settings.heavy_threshold, settings.tool_thresholds) == (1048576, {"fetch": 1048576})
+
+
 def test_every_problem_of_a_configuration_is_reported_at_once(project: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_settings({"session_objects": "many", "default_ttl": "soon"}, environ={}, cwd=project)

@@ -13,6 +13,7 @@ import cargohold
 from cargohold import (
     HEAVY_THRESHOLD,
     Budget,
+    ConfigError,
     ContentKind,
     Limits,
     ListSink,
@@ -299,6 +300,25 @@ def test_a_threshold_that_is_not_a_positive_byte_count_is_a_usage_error(
         Offloader(scoped, threshold=threshold)
     with pytest.raises(UsageError):
         Offloader(scoped, tool_thresholds={"ls": threshold})
+
+
+@pytest.mark.parametrize("threshold", [1024 * KiB + 1, 10**15])
+def test_a_threshold_above_the_largest_read_is_a_config_error_and_no_off_switch(
+    scoped: ScopedStore, threshold: int
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Offloader(scoped, threshold=threshold)
+    assert "heavy_threshold: must be at most 1048576 bytes" in str(raised.value)
+    with pytest.raises(ConfigError) as raised:
+        Offloader(scoped, tool_thresholds={"dump": threshold})
+    assert "tool_thresholds.dump: must be at most 1048576 bytes" in str(raised.value)
+
+
+def test_a_hold_opened_with_a_threshold_above_the_largest_read_is_refused() -> None:
+    with pytest.raises(ConfigError) as raised:
+        cargohold.open("memory://", session="s", threshold=10**15)
+
+    assert "heavy_threshold: must be at most 1048576 bytes" in str(raised.value)
 
 
 def test_an_offloader_needs_a_scoped_store() -> None:

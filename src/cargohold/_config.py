@@ -17,6 +17,9 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     session_bytes, session_objects, store_bytes, store_objects   CARGOHOLD_SESSION_BYTES ...
     default_ttl = 86400    max_ttl = 604800   (seconds)          CARGOHOLD_DEFAULT_TTL ...
     sliding_ttl = false    (true: each resolved read extends the life)  CARGOHOLD_SLIDING_TTL
+    heavy_threshold = 32768   (at most 1048576, the largest read)   CARGOHOLD_HEAVY_THRESHOLD
+    tool_thresholds = { fetch = 65536 }   (per tool, each at most 1048576)
+                                                              CARGOHOLD_TOOL_THRESHOLDS
     secrets_policy = { fetch_logs = "mask" }   (per tool: "reject" | "mask")
                                                               CARGOHOLD_SECRETS_POLICY
     attachment_disposition = "ref"   (ref | inline | provider_native | tool:<name>)
@@ -59,6 +62,10 @@ NO_SESSION = (
 """What a library caller is told when no argument, variable or file names the session."""
 MAX_READ_BUDGET = 1024 * 1024
 """The largest read budget a configuration may set (1 MiB, as every read answer)."""
+MAX_THRESHOLD = MAX_READ_BUDGET
+"""The highest heavy threshold, global or per tool (1 MiB, the largest read). There is no switch
+that turns offloading off: a threshold above every read's bound would be one (``1e15`` let the
+guard pass 5 MiB raw), so a higher one is a configuration error."""
 
 
 _DEFAULTS = Limits()
@@ -161,8 +168,9 @@ class _EntryError(ValueError):
         self.entry = entry
 
 
-def _sizes(value: object) -> dict[str, int]:
-    """A mapping of names to positive integers (``tool_thresholds``, ``model_windows``)."""
+def _sizes(value: object, *, check: Callable[[object], int] | None = None) -> dict[str, int]:
+    """A mapping of names to positive integers (``model_windows``; ``tool_thresholds`` with
+    :func:`_threshold` as ``check``)."""
     if not isinstance(value, Mapping):
         raise ValueError("must be a table of name = positive integer")
     checked: dict[str, int] = {}
@@ -170,10 +178,46 @@ def _sizes(value: object) -> dict[str, int]:
         if not isinstance(name, str):
             raise ValueError("must be a table of name = positive integer")
         try:
-            checked[name] = _positive(_integer)(size)
+            checked[name] = (check or _positive(_integer))(size)
         except ValueError as exc:
             raise _EntryError(name, str(exc)) from None
     return checked
+
+
+def _threshold(value: object) -> int:
+    """A heavy threshold: a positive integer of at most :data:`MAX_THRESHOLD` bytes."""
+    number: int = _positive(_integer)(value)
+    if number > MAX_THRESHOLD:
+        raise ValueError(
+            f"must be at most {MAX_THRESHOLD} bytes (1 MiB, the largest read); there is no "
+            "threshold that turns offloading off"
+        )
+    return number
+
+
+def _thresholds(value: object) -> dict[str, int]:
+    """A mapping of tool names to heavy thresholds (``tool_thresholds``)."""
+    return _sizes(value, check=_threshold)
+
+
+def check_threshold(setting: str, value: object) -> int:
+    """A heavy threshold given as an argument, checked as the configuration checks it.
+
+    Args:
+        setting: The setting's name for the message (``heavy_threshold``,
+            ``tool_thresholds.fetch``).
+        value: The threshold in bytes.
+
+    Raises:
+        ConfigError: not a positive integer, or over :data:`MAX_THRESHOLD` (the message names
+            ``setting`` and the bound).
+    """
+    if isinstance(value, float):  # an integer only: 1e15 from code is a mistake, not a size
+        raise ConfigError(f"invalid configuration: {setting}: must be an integer")
+    try:
+        return _threshold(value)
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration: {setting}: {exc}") from None
 
 
 SECRETS_POLICIES = ("reject", "mask")
@@ -250,8 +294,8 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "default_ttl": (_positive(_number), _DEFAULTS.default_ttl),
     "max_ttl": (_positive(_number), _DEFAULTS.max_ttl),
     "sliding_ttl": (_boolean, False),
-    "heavy_threshold": (_positive(_integer), 32 * 1024),
-    "tool_thresholds": (_sizes, {}),
+    "heavy_threshold": (_threshold, 32 * 1024),
+    "tool_thresholds": (_thresholds, {}),
     "budget": (_budget, "balanced"),
     "read_budget": (_positive(_integer, most=MAX_READ_BUDGET), 16 * 1024),
     "events_log": (_text, None),
@@ -309,8 +353,9 @@ class Settings:
         sliding_ttl: Whether each resolved read through a :class:`~cargohold.Hold` extends the
             artifact's life by the TTL again (off by default: bytes live their TTL from the
             last write, however often they are read).
-        heavy_threshold: Results of at least this many bytes are offloaded (32 KiB).
-        tool_thresholds: Per-tool heavy thresholds.
+        heavy_threshold: Results of at least this many bytes are offloaded (32 KiB; at most
+            :data:`MAX_THRESHOLD`, 1 MiB).
+        tool_thresholds: Per-tool heavy thresholds (each at most 1 MiB too).
         budget: The default stub budget (``light``, ``balanced``, ``strong``, ``max``).
         read_budget: The default byte budget of a model-facing read (16 KiB, at most 1 MiB).
         events_log: A JSON-lines file the CLI appends decision events to; ``None`` for the

@@ -129,9 +129,10 @@ class Offloader:
     Args:
         store: The scoped store the bytes go to (a real store: there is no no-op).
         threshold: The heavy threshold in bytes (at or above: offloaded); when omitted, the
-            configured one (``CARGOHOLD_HEAVY_THRESHOLD``, the configuration file, 32 KiB).
+            configured one (``CARGOHOLD_HEAVY_THRESHOLD``, the configuration file, 32 KiB). At
+            most 1 MiB, the largest read: no threshold turns offloading off.
         tool_thresholds: Per-tool thresholds, lower or higher than the global one (configured
-            when omitted).
+            when omitted; at most 1 MiB each).
         secrets_policy: Per-tool handling of results that hold a credential: ``reject`` (the
             default) or ``mask`` (stored as ``restricted``, every credential masked in the stub).
             When omitted, the configured one if the offloader reads its configuration (that is,
@@ -141,6 +142,10 @@ class Offloader:
         reporter: Where decision events go; ``None`` reports nothing.
         read_tools: The read tool names the surface offers, named in every stub.
         ttl: Seconds to keep offloaded bytes; the store's default when ``None``.
+
+    Raises:
+        ConfigError: a threshold that is not a positive integer of at most 1 MiB (the message
+            names the setting and the bound).
     """
 
     def __init__(
@@ -169,8 +174,10 @@ class Offloader:
             if secrets_policy is None:
                 secrets_policy = settings.secrets_policy
         self._store = store
-        self._threshold = _check_threshold(threshold)
-        self._tool_thresholds = {k: _check_threshold(v) for k, v in tool_thresholds.items()}
+        self._threshold = _check_threshold("heavy_threshold", threshold)
+        self._tool_thresholds = {
+            k: _check_threshold(f"tool_thresholds.{k}", v) for k, v in tool_thresholds.items()
+        }
         self._secrets_policy = _check_policies(secrets_policy or {})
         self._budget = Budget.parse(budget)
         self._reporter = reporter
@@ -496,10 +503,15 @@ def _check_policies(policies: Mapping[str, str]) -> dict[str, str]:
     return checked
 
 
-def _check_threshold(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError("a heavy threshold is a positive number of bytes")
-    return value
+def _check_threshold(setting: str, value: int) -> int:
+    """A positive integer of at most 1 MiB (there is no threshold that turns offloading off).
+
+    Raises:
+        ConfigError: out of range, naming ``setting`` and the bound.
+    """
+    from cargohold._config import check_threshold
+
+    return check_threshold(setting, value)
 
 
 __all__ = ["HEAVY_THRESHOLD", "OffloadResult", "Offloader", "encode_value"]
