@@ -441,6 +441,29 @@ def test_responses_items_passed_back_as_sdk_models_are_walked() -> None:
     assert [(f.path, f.tool) for f in error.findings] == [("input[0].arguments", "save_file")]
 
 
+# -- OpenAI legacy Completions -------------------------------------------------------------------
+
+
+def test_a_legacy_prompt_of_token_ids_counts_one_token_per_id() -> None:
+    guard = Guard(windows={"gpt-3.5-turbo-instruct": 16_000}, margin=0)
+
+    def tokens(prompt: Any) -> int:
+        request = {"model": "gpt-3.5-turbo-instruct", "prompt": prompt}
+        return guard.check(request, format="openai-completions").estimated_tokens
+
+    assert tokens(list(range(1_000))) - tokens([7]) == 999
+    assert tokens([[1, 2, 3], [4, 5]]) - tokens([[1], [2]]) == 3
+
+
+def test_legacy_completion_prompts_are_judged_each_alone() -> None:
+    request = {"model": "gpt-3.5-turbo-instruct", "prompt": ["a", raw(), [1] * 10_000]}
+    error = leak(request, "openai-completions")
+    assert [(f.path, f.message_index, f.where) for f in error.findings] == [
+        ("prompt[1]", 1, "text"),
+        ("prompt[2]", 2, "text"),
+    ]
+
+
 # -- Anthropic Messages ---------------------------------------------------------------------------
 
 TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "fetch_page", "input": {"url": "u"}}

@@ -62,6 +62,27 @@ MESSAGE_REPLY = {
     "usage": {"input_tokens": 1, "output_tokens": 1},
 }
 
+COMPLETION_REPLY = {
+    "id": "cmpl-1",
+    "object": "text_completion",
+    "created": 0,
+    "model": "gpt-3.5-turbo-instruct",
+    "choices": [{"index": 0, "text": "ok", "finish_reason": "stop", "logprobs": None}],
+}
+COUNT_REPLY = {"input_tokens": 12}
+BATCH_REPLY = {
+    "id": "msgbatch_1",
+    "type": "message_batch",
+    "processing_status": "in_progress",
+    "request_counts": {"processing": 1, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+    "created_at": "2026-12-01T00:00:00Z",
+    "expires_at": "2026-12-02T00:00:00Z",
+    "ended_at": None,
+    "cancel_initiated_at": None,
+    "archived_at": None,
+    "results_url": None,
+}
+
 # A Guard() given no key reads the configured store's marker key: it holds the fixtures'.
 pytestmark = pytest.mark.usefixtures("configured_marker_key")
 
@@ -77,8 +98,14 @@ class Recorder:
         path = request.url.path
         if path.endswith("/chat/completions"):
             body = CHAT_REPLY
+        elif path.endswith("/completions"):
+            body = COMPLETION_REPLY
         elif path.endswith("/responses"):
             body = RESPONSE_REPLY
+        elif path.endswith("/count_tokens"):
+            body = COUNT_REPLY
+        elif path.endswith("/batches"):
+            body = BATCH_REPLY
         else:
             body = MESSAGE_REPLY
         return httpx2.Response(200, json=body)
@@ -277,4 +304,133 @@ def test_a_strict_guarded_client_refuses_a_model_without_a_window_before_sending
     client.messages.create(
         model="my-llama", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
     )
+    assert len(handler.requests) == 1
+
+
+# -- every call that sends a conversation: legacy completions, count_tokens, batches ---------
+
+INSTRUCT = "gpt-3.5-turbo-instruct"
+
+
+def test_openai_legacy_completions_are_guarded() -> None:
+    handler = Recorder()
+    rep, sink = reporter()
+    client = guard_openai(openai_client(handler), reporter=rep)
+    with pytest.raises(ContextLeakError) as caught:
+        client.completions.create(model=INSTRUCT, prompt=raw())
+    assert [(f.path, f.where) for f in caught.value.findings] == [("prompt", "text")]
+    with pytest.raises(ContextLeakError) as caught:
+        client.completions.create(model=INSTRUCT, prompt=["short", raw()])
+    assert [(f.path, f.message_index) for f in caught.value.findings] == [("prompt[1]", 1)]
+    with pytest.raises(ContextLeakError):  # 40,000 token ids: about 170 KB of text
+        client.completions.create(model=INSTRUCT, prompt=list(range(40_000)))
+    with pytest.raises(ContextLeakError):
+        client.completions.create(model=INSTRUCT, prompt="write", suffix=raw())
+    assert handler.requests == []
+    assert [e.outcome for e in sink.events] == [GuardOutcome.CONTEXT_LEAK] * 4
+    reply = client.completions.create(model=INSTRUCT, prompt="hello")
+    assert reply.choices[0].text == "ok"
+    assert [b["prompt"] for b in handler.bodies] == ["hello"]
+
+
+def test_async_openai_legacy_completions_are_guarded() -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler, asynchronous=True))
+
+    async def scenario() -> None:
+        with pytest.raises(ContextLeakError):
+            await client.completions.create(model=INSTRUCT, prompt=raw())
+        assert handler.requests == []
+        await client.completions.create(model=INSTRUCT, prompt="hello")
+
+    asyncio.run(scenario())
+    assert len(handler.requests) == 1
+
+
+def test_each_legacy_prompt_is_checked_against_the_window_as_its_own_completion() -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler), windows={INSTRUCT: 2_000}, margin=0)
+    prompts = ["word " * 800] * 5  # each about 900 tokens: each fits, together they would not
+    client.completions.create(model=INSTRUCT, prompt=prompts)
+    assert len(handler.requests) == 1
+    with pytest.raises(ContextWindowExceededError) as caught:
+        client.completions.create(model=INSTRUCT, prompt=["hi", "word " * 4_000])
+    assert any("prompt[1]" in note for note in caught.value.__notes__)
+    assert len(handler.requests) == 1
+
+
+def test_anthropic_count_tokens_is_guarded() -> None:
+    handler = Recorder()
+    client = guard_anthropic(anthropic_client(handler))
+    for messages in (client.messages, client.beta.messages):
+        with pytest.raises(ContextLeakError):
+            messages.count_tokens(model="claude-sonnet-5-5", messages=LEAKY_MESSAGES)
+    assert handler.requests == []
+    counted = client.messages.count_tokens(
+        model="claude-sonnet-5-5", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert counted.input_tokens == 12
+
+
+def _batch(*messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "custom_id": f"r{index}",
+            "params": {"model": "claude-sonnet-5-5", "max_tokens": 64, "messages": chat},
+        }
+        for index, chat in enumerate(messages)
+    ]
+
+
+CLEAN_MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def test_anthropic_message_batches_are_guarded_request_by_request() -> None:
+    handler = Recorder()
+    rep, sink = reporter()
+    client = guard_anthropic(anthropic_client(handler), reporter=rep)
+    for batches in (client.messages.batches, client.beta.messages.batches):
+        with pytest.raises(ContextLeakError) as caught:
+            batches.create(requests=_batch(CLEAN_MESSAGES, LEAKY_MESSAGES))
+        assert [(f.path, f.message_index, f.tool) for f in caught.value.findings] == [
+            ("requests[1].params.messages[1].content[0].content", 1, "cat")
+        ]
+    with pytest.raises(ContextLeakError) as caught:
+        client.messages.batches.create(requests=[{"custom_id": raw(), "params": {}}])
+    assert [f.path for f in caught.value.findings] == ["requests[0].custom_id"]
+    assert handler.requests == []
+    assert [e.outcome for e in sink.events] == [GuardOutcome.CONTEXT_LEAK] * 3
+    batch = client.messages.batches.create(requests=_batch(CLEAN_MESSAGES, CLEAN_MESSAGES))
+    assert batch.id == "msgbatch_1"
+    assert [len(b["requests"]) for b in handler.bodies] == [2]
+
+
+def test_each_batch_request_is_checked_against_the_window() -> None:
+    handler = Recorder()
+    client = guard_anthropic(
+        anthropic_client(handler), windows={"claude-sonnet-5-5": 2_000}, margin=0
+    )
+    fits = [{"role": "user", "content": "word " * 800}]
+    client.messages.batches.create(requests=_batch(fits, fits, fits))
+    assert len(handler.requests) == 1
+    over = [{"role": "user", "content": "word " * 4_000}]
+    with pytest.raises(ContextWindowExceededError) as caught:
+        client.messages.batches.create(requests=_batch(fits, over))
+    assert any("requests[1]" in note for note in caught.value.__notes__)
+    assert len(handler.requests) == 1
+
+
+def test_async_anthropic_batches_and_count_tokens_are_guarded() -> None:
+    handler = Recorder()
+    client = guard_anthropic(anthropic_client(handler, asynchronous=True))
+
+    async def scenario() -> None:
+        with pytest.raises(ContextLeakError):
+            await client.messages.batches.create(requests=_batch(LEAKY_MESSAGES))
+        with pytest.raises(ContextLeakError):
+            await client.messages.count_tokens(model="claude-sonnet-5-5", messages=LEAKY_MESSAGES)
+        assert handler.requests == []
+        await client.messages.batches.create(requests=_batch(CLEAN_MESSAGES))
+
+    asyncio.run(scenario())
     assert len(handler.requests) == 1

@@ -110,6 +110,7 @@ class Reason(enum.StrEnum):
     SENSITIVITY = "sensitivity"
     CREDENTIAL_DETECTED = "credential_detected"  # rejected: the body holds a credential
     CREDENTIAL_MASKED = "credential_masked"  # offloaded: the tool's policy masks credentials
+    CREDENTIAL_REDACTED = "credential_redacted"  # inline or offloaded: credentials redacted
     STORE_UNAVAILABLE = "store_unavailable"
     STORE_ERROR = "store_error"
     RECOVERED_SEGMENT = "recovered_segment"

@@ -16,7 +16,7 @@ from cargohold._errors import UsageError
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import ExitCode
 
-_FORMATS = ["openai-chat", "openai-responses", "anthropic", "langchain"]
+_FORMATS = ["openai-chat", "openai-responses", "openai-completions", "anthropic", "langchain"]
 
 
 @click.command()
@@ -27,7 +27,7 @@ _FORMATS = ["openai-chat", "openai-responses", "anthropic", "langchain"]
     type=click.Choice(_FORMATS),
     required=True,
     help="The request's shape: the arguments of chat.completions.create, responses.create, "
-    "messages.create, or a JSON list of LangChain message dicts.",
+    "the legacy completions.create, messages.create, or a JSON list of LangChain message dicts.",
 )
 @click.option(
     "--model",

@@ -2,11 +2,14 @@
 
 The wrappers work on the client object the caller already made (sync or async), in place, and
 return it: ``client = guard_openai(OpenAI())``. Nothing here imports an SDK; a client is
-recognised by its resources. The guarded methods are ``chat.completions.create``/``parse``/
-``stream`` and ``responses.create``/``parse``/``stream`` (OpenAI), ``messages.create``/``stream``
-and ``beta.messages.create``/``stream`` (Anthropic); ``with_raw_response`` views made after
-guarding wrap the guarded methods, and ``with_options``/``copy`` return guarded copies. A failed
-check raises before the SDK builds or sends anything.
+recognised by its resources. The guarded methods are every call that sends a conversation:
+``chat.completions.create``/``parse``/``stream``, ``responses.create``/``parse``/``stream`` and
+the legacy ``completions.create`` (OpenAI); ``messages.create``/``stream``/``count_tokens`` and
+``messages.batches.create``, each under ``beta`` too (Anthropic). A batch is checked request by
+request, each as the model call it becomes; so is each prompt of a legacy completion given a
+list of prompts. ``with_raw_response`` views made after guarding wrap the guarded methods, and
+``with_options``/``copy`` return guarded copies. A failed check raises before the SDK builds or
+sends anything.
 
 An argument given as a one-shot iterator (``messages=(m for m in history)``, which the SDKs
 accept) is turned into a list first, and that list is what is both checked and sent.
@@ -17,11 +20,17 @@ from __future__ import annotations
 import functools
 import inspect
 import io
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from cargohold._errors import UsageError
 from cargohold._events import Reporter
+from cargohold.guard._errors import (
+    ContextLeakError,
+    ContextWindowExceededError,
+    ContextWindowUnknownError,
+)
 from cargohold.guard._guard import Guard, RequestFormat
 
 ClientT = TypeVar("ClientT")
@@ -40,7 +49,99 @@ def _request(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]
     return request
 
 
-def _wrap(method: Callable[..., Any], fmt: RequestFormat, guard: Guard) -> Callable[..., Any]:
+Check = Callable[[dict[str, Any]], None]
+"""Checks one create call's arguments; raises before anything is sent."""
+
+
+def _whole(guard: Guard, fmt: RequestFormat) -> Check:
+    """The call is one request to the model."""
+
+    def check(request: dict[str, Any]) -> None:
+        guard.check(request, format=fmt)
+
+    return check
+
+
+def _checked(
+    guard: Guard,
+    fmt: RequestFormat,
+    request: Mapping[str, Any],
+    where: tuple[str, str],
+    *,
+    window: bool = True,
+    message: int | None = None,
+) -> None:
+    """Check one request that is a part of the call, naming the part: a leak's paths have their
+    leading ``where[0]`` replaced by ``where[1]`` (and its message index by ``message``, when
+    the part is one message of the call), a window error carries a note naming it."""
+    try:
+        guard.check(request, format=fmt, check_window=window)
+    except ContextLeakError as exc:
+        old, new = where
+        findings = [
+            replace(
+                f,
+                path=new + f.path[len(old) :],
+                message_index=f.message_index if message is None else message,
+            )
+            for f in exc.findings
+        ]
+        raise ContextLeakError(findings, threshold=exc.threshold, event=exc.event) from None
+    except (ContextWindowExceededError, ContextWindowUnknownError) as exc:
+        exc.add_note(f"in {where[1].rstrip('.')} of the call")
+        raise
+
+
+def _batch(guard: Guard) -> Check:
+    """Anthropic ``messages.batches.create``: each request's ``params`` is a model call, checked
+    (leak and window) as its own request."""
+    fmt = RequestFormat.ANTHROPIC
+
+    def check(request: dict[str, Any]) -> None:
+        requests = request.get("requests")
+        rest = {k: v for k, v in request.items() if k != "requests"}
+        guard.check(rest, format=fmt, check_window=False)
+        if not isinstance(requests, Sequence) or isinstance(requests, str):
+            # not a list of requests: every leaf judged as it stands, no window to check
+            guard.check({"requests": requests}, format=fmt, check_window=False)
+            return
+        for index, item in enumerate(requests):
+            params = item.get("params") if isinstance(item, Mapping) else None
+            if isinstance(item, Mapping) and isinstance(params, Mapping):
+                others = {k: v for k, v in item.items() if k != "params"}
+                _checked(guard, fmt, others, ("", f"requests[{index}]."), window=False)
+                _checked(guard, fmt, params, ("", f"requests[{index}].params."))
+            else:  # a shape the SDK does not type: every leaf judged, no window to check
+                item_request = {"item": item}
+                _checked(guard, fmt, item_request, ("item", f"requests[{index}]"), window=False)
+
+    return check
+
+
+def _completions(guard: Guard) -> Check:
+    """OpenAI's legacy ``completions.create``: a list of prompts is one completion per prompt,
+    each checked (leak and window) as its own request."""
+    fmt = RequestFormat.OPENAI_COMPLETIONS
+
+    def check(request: dict[str, Any]) -> None:
+        prompt = request.get("prompt")
+        if (
+            isinstance(prompt, Sequence)
+            and not isinstance(prompt, str)
+            and len(prompt) > 1
+            and all(isinstance(p, Sequence) for p in prompt)  # texts or lists of token ids
+        ):
+            for index, one in enumerate(prompt):
+                one_prompt = {**request, "prompt": one}
+                where = ("prompt", f"prompt[{index}]")
+                _checked(guard, fmt, one_prompt, where, message=index)
+        else:
+            guard.check(request, format=fmt)
+
+    return check
+
+
+def _wrap(method: Callable[..., Any], check: Check, guard: Guard) -> Callable[..., Any]:
     if getattr(method, _MARK, None) is not None:
         return method
     if inspect.iscoroutinefunction(inspect.unwrap(method)):
@@ -48,7 +149,7 @@ def _wrap(method: Callable[..., Any], fmt: RequestFormat, guard: Guard) -> Calla
         @functools.wraps(method)
         async def guarded_async(*args: Any, **kwargs: Any) -> Any:
             request = _request(args, kwargs)
-            guard.check(request, format=fmt)
+            check(request)
             return await method(**request)
 
         setattr(guarded_async, _MARK, guard)
@@ -57,19 +158,19 @@ def _wrap(method: Callable[..., Any], fmt: RequestFormat, guard: Guard) -> Calla
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         request = _request(args, kwargs)
-        guard.check(request, format=fmt)
+        check(request)
         return method(**request)
 
     setattr(guarded, _MARK, guard)
     return guarded
 
 
-def _patch(resource: Any, fmt: RequestFormat, guard: Guard) -> int:
+def _patch(resource: Any, check: Check, guard: Guard, names: Sequence[str] = _METHODS) -> int:
     patched = 0
-    for name in _METHODS:
+    for name in names:
         method = getattr(resource, name, None)
         if callable(method):
-            setattr(resource, name, _wrap(method, fmt, guard))
+            setattr(resource, name, _wrap(method, check, guard))
             patched += 1
     return patched
 
@@ -121,10 +222,13 @@ def _openai(client: Any, guard: Guard) -> Any:
     patched = 0
     chat = _resource(client, "chat", "completions")
     if chat is not None:
-        patched += _patch(chat, RequestFormat.OPENAI_CHAT, guard)
+        patched += _patch(chat, _whole(guard, RequestFormat.OPENAI_CHAT), guard)
     responses = _resource(client, "responses")
     if responses is not None:
-        patched += _patch(responses, RequestFormat.OPENAI_RESPONSES, guard)
+        patched += _patch(responses, _whole(guard, RequestFormat.OPENAI_RESPONSES), guard)
+    completions = _resource(client, "completions")
+    if completions is not None:
+        patched += _patch(completions, _completions(guard), guard, ("create",))
     if not patched:
         raise UsageError("guard_openai needs an openai.OpenAI or openai.AsyncOpenAI client")
     _patch_copies(client, _openai, guard)
@@ -136,7 +240,12 @@ def _anthropic(client: Any, guard: Guard) -> Any:
     for path in (("messages",), ("beta", "messages")):
         messages = _resource(client, *path)
         if messages is not None:
-            patched += _patch(messages, RequestFormat.ANTHROPIC, guard)
+            # count_tokens sends the same content to the provider: checked as create is
+            names = (*_METHODS, "count_tokens")
+            patched += _patch(messages, _whole(guard, RequestFormat.ANTHROPIC), guard, names)
+            batches = _resource(messages, "batches")
+            if batches is not None:
+                patched += _patch(batches, _batch(guard), guard, ("create",))
     if not patched:
         raise UsageError(
             "guard_anthropic needs an anthropic.Anthropic or anthropic.AsyncAnthropic client"

@@ -419,7 +419,10 @@ def _prepare(
     try:
         fmt = RequestFormat(format)
     except ValueError:
-        raise UsageError("format must be one of: " + ", ".join(RequestFormat)) from None
+        fmt = None
+    if fmt is None or fmt is RequestFormat.OPENAI_COMPLETIONS:  # a prompt has no parts
+        names = (f for f in RequestFormat if f is not RequestFormat.OPENAI_COMPLETIONS)
+        raise UsageError("an attachment's format must be one of: " + ", ".join(names))
     resolution = (policy or DispositionPolicy()).resolve(attachment, agent=agent)
     if threshold is None:
         threshold = offloader.threshold_for(attachment.tool) if offloader is not None else 32768

@@ -374,6 +374,50 @@ def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
     walker.mapping(item, node, parts="content", opaque=opaque)
 
 
+# -- OpenAI legacy Completions ----------------------------------------------------------------
+
+
+def _token_ids(value: object) -> bool:
+    """Whether ``value`` is a prompt of token ids (a list of integers)."""
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, str | bytes | bytearray)
+        and len(value) > 0
+        and all(type(token) is int for token in value)
+    )
+
+
+def walk_openai_completions(walker: Walker, request: Mapping[str, Any]) -> None:
+    """``{"model", "prompt": str | [str] | [int] | [[int]], "suffix", ...}`` of the legacy
+    ``completions.create``: each prompt is a message; token ids count as tokens."""
+    for key, value in request.items():
+        walker.index, walker.tool, walker.where = None, None, "text"
+        if key == "prompt" and value is not None and not isinstance(value, Mapping):
+            if isinstance(value, str) or _token_ids(value):
+                prompts: Sequence[Any] = [value]
+                node: Node = None
+            elif isinstance(value, Sequence):
+                prompts, node = value, (None, key)
+            else:
+                walker.other(key, value)
+                continue
+            for index, prompt in enumerate(prompts):
+                walker.index = index
+                walker.messages += 1
+                where = (None, key) if node is None else (node, index)
+                if isinstance(prompt, str):
+                    walker.leaf(prompt, where, TEXT)
+                elif _token_ids(prompt):
+                    walker.token_ids(len(prompt), where)
+                else:
+                    walker.any(prompt, where)
+        elif key == "suffix" and isinstance(value, str):
+            walker.leaf(value, (None, key), TEXT)
+        else:
+            walker.other(key, value)
+    walker.index, walker.tool = None, None
+
+
 # -- Anthropic Messages -----------------------------------------------------------------------
 
 

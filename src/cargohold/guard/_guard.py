@@ -52,6 +52,7 @@ from cargohold.guard._formats import (
     walk_anthropic,
     walk_langchain,
     walk_openai_chat,
+    walk_openai_completions,
     walk_openai_responses,
 )
 from cargohold.guard._models import window_for
@@ -74,6 +75,8 @@ class RequestFormat(enum.StrEnum):
 
     OPENAI_CHAT = "openai-chat"
     OPENAI_RESPONSES = "openai-responses"
+    OPENAI_COMPLETIONS = "openai-completions"
+    """The legacy ``completions.create``: a ``prompt`` (text or token ids) and a ``suffix``."""
     ANTHROPIC = "anthropic"
     LANGCHAIN = "langchain"
 
@@ -105,6 +108,7 @@ _KINDS: dict[str, ContentKind] = {
 _WALKERS: dict[RequestFormat, Callable[[Walker, Any], None]] = {
     RequestFormat.OPENAI_CHAT: walk_openai_chat,
     RequestFormat.OPENAI_RESPONSES: walk_openai_responses,
+    RequestFormat.OPENAI_COMPLETIONS: walk_openai_completions,
     RequestFormat.ANTHROPIC: walk_anthropic,
     RequestFormat.LANGCHAIN: walk_langchain,
 }
@@ -290,7 +294,8 @@ class Guard:
         Args:
             request: The request as the client would send it (a mapping of the create call's
                 arguments; for LangChain, a list of messages).
-            format: ``openai-chat``, ``openai-responses``, ``anthropic`` or ``langchain``.
+            format: ``openai-chat``, ``openai-responses``, ``openai-completions`` (the legacy
+                ``completions.create``), ``anthropic`` or ``langchain``.
             model: The model; taken from the request's ``model`` when omitted. With no model,
                 or one no table knows, only the leak check is made and an
                 ``llm.context_window_unchecked`` event reported (refused when strict).
@@ -425,7 +430,13 @@ class Guard:
             total += counted
         # bytes, path and file payloads have no text to count: their base64, estimated
         payloads = estimate_tokens(first.payload_bytes, Family.BASE64)
-        return total + payloads + first.images * IMAGE_TOKENS + first.messages * MESSAGE_TOKENS
+        return (
+            total
+            + payloads
+            + first.images * IMAGE_TOKENS
+            + first.messages * MESSAGE_TOKENS
+            + first.tokens  # token ids: counted as given
+        )
 
 
 def _tool(name: object) -> str:
@@ -485,6 +496,7 @@ def _estimate(walker: Walker) -> int:
         + (math.ceil(b64 / _BASE64) if b64 > 0 else 0)
         + walker.images * IMAGE_TOKENS
         + walker.messages * MESSAGE_TOKENS
+        + walker.tokens
     )
 
 

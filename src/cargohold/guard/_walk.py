@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -37,6 +38,7 @@ from cargohold._errors import UsageError
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import MARKER, parse_stub
+from cargohold._tokens import BYTES_PER_TOKEN, Family
 from cargohold.guard._errors import LeakFinding
 
 TEXT, JSON, B64, IMAGE = range(4)
@@ -53,6 +55,8 @@ _KEY_MAX = 41
 """Keys up to this many characters are short enough to leave unmeasured (a rounding error)."""
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
 """The only keys a path shows verbatim; any other key is described, never shown."""
+_PROSE_BYTES = BYTES_PER_TOKEN[Family.PROSE]
+"""Bytes of text a token id stands for, as the estimate reckons them."""
 _PAYLOADS = (bytes, bytearray, memoryview, os.PathLike, io.IOBase)
 """What the SDKs accept in place of a base64 string and encode themselves."""
 # LangChain fields that are never sent to a model (ToolMessage.artifact is documented as such).
@@ -294,6 +298,7 @@ class Walker:
         "root",
         "text_bytes",
         "threshold",
+        "tokens",
         "tool",
         "tool_thresholds",
         "where",
@@ -325,6 +330,7 @@ class Walker:
         self.payload_bytes = 0
         self.images = 0
         self.messages = 0
+        self.tokens = 0
         self.findings: list[LeakFinding] = []
         self.calls: dict[str, str] = {}
         self.index: int | None = None
@@ -401,6 +407,16 @@ class Walker:
             self.payload_bytes += size
         if raw is None or size >= self.threshold:  # never a stub: a stub is text
             self.find(node, size, "attachment")
+            self.group_hit = True
+
+    def token_ids(self, count: int, node: Node) -> None:
+        """A prompt given as ``count`` token ids (the legacy completions API takes them): counted
+        as tokens, exactly; judged as the text they stand for, at the calibrated bytes per token
+        of prose (never a stub: a stub is text)."""
+        self.tokens += count
+        size = math.ceil(count * _PROSE_BYTES)
+        if size >= self.threshold:
+            self.find(node, size, self.where)
             self.group_hit = True
 
     def leaf_alone(self, text: str, node: Node, family: int) -> None:
