@@ -356,6 +356,115 @@ def test_events_tail_limits_the_listing(root: Path) -> None:
     assert [line.split()[2:4] for line in lines[1:]] == [["offload", "inline"]] * 2
 
 
+def test_events_of_a_file_that_does_not_exist_is_a_usage_error_naming_it(
+    root: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nowhere.jsonl"
+
+    result = run(root, "events", "--file", str(missing))
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert str(missing) in result.stderr  # the path the person typed
+
+
+def test_events_of_a_missing_configured_log_says_nothing_was_logged_yet(root: Path) -> None:
+    result = run(root, "events", "--json")
+
+    assert result.exit_code == ExitCode.OK
+    assert json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50,
+        b"id,name\n1,a\n2,b\n",
+        b'{"not": "an event"}\n[1, 2]\n',
+    ],
+    ids=["binary", "csv", "json-but-no-event"],
+)
+def test_events_of_a_file_holding_no_event_is_a_usage_error(
+    root: Path, tmp_path: Path, garbage: bytes
+) -> None:
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(garbage)
+
+    result = run(root, "events", "--file", str(path))
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_bad_lines_in_the_events_log_are_skipped_and_counted(root: Path, tmp_path: Path) -> None:
+    run(root, "offload", "-", input="small one")
+    run(root, "offload", "-", input="small two")
+    log = tmp_path / "state" / "events.jsonl"
+    good = log.read_bytes()
+    bad = [
+        b"\xff\xfe not utf-8\n",
+        b'{"observed_bytes": ' + b"9" * 5000 + b"}\n",  # past Python's int digits limit
+        b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        b'{"operation": "offload", "outcome": "inline", "pad": "' + b"x" * 200_000 + b'"}\n',
+        b"[1, 2, 3]\n",
+        b'{"torn": "line of a crashed wri',
+    ]
+    log.write_bytes(
+        good[: good.index(b"\n") + 1] + b"".join(bad[:-1]) + good[good.index(b"\n") + 1 :] + bad[-1]
+    )
+
+    shown = run(root, "events", "--json")
+    table = run(root, "events")
+
+    assert shown.exit_code == table.exit_code == ExitCode.OK
+    assert [e["outcome"] for e in json.loads(shown.stdout)] == ["inline", "inline"]
+    assert f"{len(bad)} lines skipped" in shown.stderr
+    assert len(table.stdout.splitlines()) == 3  # the header and the two events
+
+
+def test_events_of_a_log_over_the_read_bound_shows_its_newest_events(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cargohold.cli import _decisions
+
+    for n in range(40):
+        run(root, "offload", "-", input=f"small {n}")
+    monkeypatch.setattr(_decisions, "MAX_EVENTS_READ", 4096)
+
+    shown = run(root, "events", "--json")
+
+    events = json.loads(shown.stdout)
+    assert shown.exit_code == ExitCode.OK
+    assert 0 < len(events) < 40
+    assert [e["outcome"] for e in events] == ["inline"] * len(events)
+    assert events[-1] == json.loads(run(root, "events", "--json", "--tail", "1").stdout)[0]
+    assert "1 line skipped" not in shown.stderr  # the cut first line is dropped, not counted
+
+
+def test_events_of_an_endless_stream_is_refused_after_a_bounded_read(root: Path) -> None:
+    # /dev/zero never ends and holds no newline: read without a bound, it would fill memory.
+    # The child runs under a memory cap and a timeout, so a regression fails instead of hanging.
+    import resource
+    import subprocess
+    import sys
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    code = "import sys; from cargohold.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "events", "--file", "/dev/zero"],
+        capture_output=True,
+        timeout=120,
+        preexec_fn=cap,
+    )
+
+    assert done.returncode == ExitCode.USAGE
+    assert done.stdout == b""
+    assert len(done.stderr.splitlines()) == 1
+
+
 def test_the_budget_choices_are_exactly_the_stub_budgets() -> None:
     from cargohold.cli._decisions import _BUDGETS
 

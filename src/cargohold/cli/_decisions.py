@@ -8,9 +8,10 @@ directory), which ``cargohold events`` shows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -334,18 +335,106 @@ def query(ref: str, expression: str, budget: int | None, raw: bool, as_json: boo
     _finish_read(result, as_json=as_json, raw=raw, remedy="select less, or ")
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line of a crashed writer; the rest still reads
-            if isinstance(value, dict):
-                yield value
+MAX_EVENT_LINE = 64 * 1024
+"""The longest line read as an event; an event is a few hundred bytes, a longer line is not one."""
+MAX_EVENTS_READ = 64 * 1024 * 1024
+"""The most bytes of an events log ``events`` reads: the last this many of a longer file."""
+
+
+class _EventLog:
+    """What ``cargohold events`` read of a log: its events, and what it could not use."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.skipped = 0
+        self.cut = False
+
+    def take(self, line: bytes) -> None:
+        """One line: an event, a blank, or a line skipped (and counted)."""
+        if not line.strip():
+            return
+        try:
+            value = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, a number too long, too deep
+            self.skipped += 1
+            return
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("operation"), str)
+            and isinstance(value.get("outcome"), str)
+        ):
+            self.events.append(value)
+        else:
+            self.skipped += 1
+
+
+def _read_events(handle: IO[bytes], regular: bool, size: int) -> _EventLog:
+    """The events of an open log, reading at most :data:`MAX_EVENTS_READ` bytes of it.
+
+    A regular file longer than that is read from its last :data:`MAX_EVENTS_READ` bytes (the
+    newest events); anything else (a device, a pipe) that goes on past it is refused, as
+    ``/dev/zero`` would be read for ever.
+
+    Raises:
+        UsageError: a stream longer than :data:`MAX_EVENTS_READ` bytes.
+    """
+    log = _EventLog()
+    if regular and size > MAX_EVENTS_READ:
+        handle.seek(size - MAX_EVENTS_READ)
+        handle.readline(MAX_EVENT_LINE)  # the first line is cut; drop it
+        log.cut = True
+    read = 0
+    while True:
+        line = handle.readline(MAX_EVENT_LINE + 1)
+        if not line:
+            return log
+        read += len(line)
+        if len(line) > MAX_EVENT_LINE:  # too long for an event: skip to the end of the line
+            while not line.endswith(b"\n") and read <= MAX_EVENTS_READ:
+                line = handle.readline(MAX_EVENT_LINE)
+                if not line:
+                    break
+                read += len(line)
+            log.skipped += 1
+        else:
+            log.take(line)
+        if read > MAX_EVENTS_READ:
+            if regular:  # a file that grew while it was read: what was read is enough
+                return log
+            raise UsageError(
+                f"more than {MAX_EVENTS_READ // (1024 * 1024)} MiB and no end in sight: "
+                "not an events log (give a file)"
+            )
+
+
+def _load_events(path: Path, named: bool) -> _EventLog:
+    """Read the events log at ``path``; ``named``: the user gave it with ``--file``.
+
+    A missing configured log is an empty one (nothing logged yet); a missing or unreadable file
+    the user named is a usage error naming it (the user typed that path). The configured log's
+    path is not printed.
+    """
+    where = click.format_filename(str(path)) if named else "the events log"
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            log = _read_events(handle, stat.S_ISREG(info.st_mode), info.st_size)
+    except FileNotFoundError:
+        if not named:
+            return _EventLog()
+        raise UsageError(f"cannot read {where}: no such file") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(f"cannot read {where}: {reason}") from None
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    if log.skipped and not log.events:
+        noun = "line" if log.skipped == 1 else "lines"
+        raise UsageError(
+            f"{where} holds no events: {log.skipped:,} {noun}, none a cargohold decision event "
+            "(a JSON object with an operation and an outcome)"
+        )
+    return log
 
 
 @click.command()
@@ -364,13 +453,27 @@ def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
     against the threshold or budget, the reference when the outcome carries one. Events never
     hold a body, a path, an owner or an exception's text.
 
+    A line that is not an event (a torn last line, an edit) is skipped and counted on stderr.
+    A --file that is missing, unreadable or holds no event at all exits 2; of a log over 64 MiB
+    the last 64 MiB are read.
+
     \b
     Examples:
       cargohold events --tail 20
       cargohold events --json | jq '.[] | select(.outcome == "stale")'
     """
     path = log_file or get_app().events_path
-    found = list(_lines(path)) if path.exists() else []
+    log = _load_events(path, named=log_file is not None)
+    if log.cut:
+        click.echo(
+            f"cargohold: the events log is over {MAX_EVENTS_READ // (1024 * 1024)} MiB: showing "
+            "the events in its last part",
+            err=True,
+        )
+    if log.skipped:
+        lines = "1 line" if log.skipped == 1 else f"{log.skipped:,} lines"
+        click.echo(f"cargohold: {lines} skipped: not an event", err=True)
+    found = log.events
     if tail is not None:
         found = found[-tail:]
     if as_json:
