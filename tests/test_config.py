@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from cargohold import (
     ConfigError,
@@ -18,6 +22,7 @@ from cargohold import (
     load_settings,
     open_store,
 )
+from cargohold._config import MAX_CONFIG_BYTES
 
 
 def _write(path: Path, text: str) -> Path:
@@ -460,3 +465,95 @@ def test_a_sliding_ttl_variable_other_than_true_false_1_or_0_is_a_configuration_
 ) -> None:
     with pytest.raises(ConfigError):
         load_settings(environ={"CARGOHOLD_SLIDING_TTL": value}, cwd=project)
+
+
+# -- what a configuration file may be -----------------------------------------------------------
+
+
+def _cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """The console script's entry point in a child (a file read forever must not hang the run)."""
+    code = "import sys\nfrom cargohold.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**environ, **(env or {})},
+        cwd=cwd,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_configuration_file_that_is_a_device_is_refused_without_reading_it(
+    project: Path, how: str
+) -> None:
+    # /dev/zero was read without bound (the CLI grew until it was killed).
+    if how == "option":
+        done = _cli("--config", "/dev/zero", "ls", cwd=project)
+    else:
+        done = _cli("ls", env={"CARGOHOLD_CONFIG": "/dev/zero"}, cwd=project)
+
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    with pytest.raises(ConfigError):
+        load_settings(environ={}, cwd=project, config_file="/dev/zero")
+
+
+def test_a_configuration_file_that_is_a_fifo_is_refused_without_waiting_for_a_writer(
+    project: Path,
+) -> None:
+    fifo = project / "cargohold.fifo"
+    os.mkfifo(fifo)
+
+    done = _cli("--config", str(fifo), "ls", cwd=project)
+
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_configuration_file_over_the_size_bound_is_refused(project: Path) -> None:
+    big = _write(project / "big.toml", "# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+
+    with pytest.raises(ConfigError):
+        load_settings(environ={}, cwd=project, config_file=big)
+    smaller = _write(project / "small.toml", "# padding\n" * (MAX_CONFIG_BYTES // 10 - 1))
+    assert load_settings(environ={}, cwd=project, config_file=smaller).source == smaller
+
+
+def test_a_configuration_file_that_is_not_utf8_is_a_config_error(project: Path) -> None:
+    bad = project / "cargohold.toml"
+    bad.write_bytes(b'tenant = "\xff\xfe"\n')
+
+    with pytest.raises(ConfigError):
+        load_settings(environ={}, cwd=project)
+
+
+def _nested(depth: int, kind: str) -> str:
+    if kind == "array":
+        return "tool_thresholds = " + "[" * depth + "]" * depth + "\n"
+    return "tool_thresholds = " + "{a = " * depth + "1" + "}" * depth + "\n"
+
+
+@examples(max_examples=30, deadline=None)
+@given(depth=st.integers(1, 100_000), kind=st.sampled_from(["array", "table"]))
+def test_a_configuration_nested_to_any_depth_is_a_config_error_never_a_recursion_error(
+    tmp_path_factory: pytest.TempPathFactory, depth: int, kind: str
+) -> None:
+    folder = tmp_path_factory.mktemp("nested")
+    _write(folder / "cargohold.toml", _nested(depth, kind))
+
+    with pytest.raises(ConfigError):  # too deep for the parser, or not a table of thresholds
+        load_settings(environ={}, cwd=folder)
+
+
+def test_the_cli_answers_a_100000_deep_configuration_with_a_usage_error(project: Path) -> None:
+    deep = _write(project / "deep.toml", _nested(100_000, "array"))
+
+    done = _cli("--config", str(deep), "ls", cwd=project)
+
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "RecursionError" not in done.stderr

@@ -38,6 +38,7 @@ import dataclasses
 import getpass
 import math
 import os
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,14 +435,47 @@ def _find_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest configuration file read (1 MiB; a real one is a few hundred bytes)."""
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML table of a configuration file, read within bounds.
+
+    Only a regular file is read (``/dev/zero``, a FIFO or a terminal named by ``--config`` or
+    ``CARGOHOLD_CONFIG`` would be read forever, or block), and at most
+    :data:`MAX_CONFIG_BYTES` of it; a table nested too deeply for the parser is refused like
+    any other bad file.
+
+    Raises:
+        ConfigError: a file that cannot be opened, is not a regular file, is too large, is not
+            UTF-8 or not TOML; the message names the file (a person typed it), never its text.
+    """
     import tomllib  # only when there is a file to read: most runs of the CLI find none
 
+    name = path.name
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read configuration file {path.name}") from exc
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before the check below.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {name}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ConfigError(f"cannot read configuration file {name}: not a regular file")
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"cannot read configuration file {name}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"cannot read configuration file {name}: over {MAX_CONFIG_BYTES} bytes")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read configuration file {name}: not UTF-8") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot read configuration file {name}: not valid TOML") from exc
+    except RecursionError:  # the parser recurses once per nested array or inline table
+        raise ConfigError(f"cannot read configuration file {name}: nested too deeply") from None
 
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
