@@ -140,3 +140,30 @@ def test_a_log_stub_fits_its_budget_and_counts_its_errors(
     assert "kind log" in stub
     if "ERROR" in levels:
         assert f"ERROR {levels.count('ERROR'):,}" in stub
+
+
+def _parses(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+@SLOW
+@given(
+    document=st.one_of(JSON, RECORDS),
+    as_repr=st.booleans(),
+    media_type=st.sampled_from(["application/json", "text/plain"]),
+)
+def test_a_stub_offers_the_query_tool_only_for_a_body_that_is_json(
+    document: object, as_repr: bool, media_type: str
+) -> None:
+    data = (repr(document) if as_repr else json.dumps(document, ensure_ascii=False)).encode()
+
+    stub = render_stub(data, Ref.of(data), media_type=media_type, budget=Budget.LIGHT)
+
+    if "artifact_query(ref, expression)" in stub.text:
+        assert _parses(data)
+    if not as_repr and isinstance(document, dict | list):
+        assert "artifact_query(ref, expression)" in stub.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
@@ -302,7 +303,7 @@ def test_a_stub_states_the_facts_of_its_body() -> None:
 
 
 def test_a_stub_names_exactly_the_read_tools_it_is_given() -> None:
-    data = b'{"a": 1}' * 100
+    data = json.dumps([{"a": 1}] * 100).encode()
     names = ReadTools(read="cat_ref", lines="sed_ref", grep="grep_ref", query="jq_ref")
 
     stub = render_stub(data, Ref.of(data), media_type="application/json", read_tools=names)
@@ -328,6 +329,68 @@ def test_a_binary_stub_describes_the_bytes_without_showing_them() -> None:
     assert pixels[100:116].hex(" ") not in stub.text  # nothing from the middle of the body
     assert parse_stub(stub.text) == StubInfo(Ref.of(data), Budget.BALANCED)
     assert render_stub(data, Ref.of(data), media_type="image/png", tool="screenshot") == stub
+
+
+@pytest.mark.parametrize("media_type", ["text/plain", "application/json"])
+def test_a_python_repr_of_rows_is_text_and_its_stub_offers_no_query(media_type: str) -> None:
+    # What mcp-server-sqlite's read_query returns: a Python repr, not JSON.
+    rows = [{"id": i, "name": f"user {i}", "email": None, "active": i % 3 == 0} for i in range(600)]
+    data = repr(rows).encode()
+
+    stub = render_stub(data, Ref.of(data), media_type=media_type)
+
+    assert stub.projection.kind == "text"
+    assert stub.projection.classification is ProjectionClass.EXACT_REQUIRED
+    assert "artifact_query" not in stub.text
+    assert "artifact_grep(ref, pattern)" in stub.text
+
+
+def test_json_its_projector_cannot_read_offers_no_query() -> None:
+    data = b'{"a": 1}' * 5000  # JSON's tokens, but not one document
+
+    stub = render_stub(data, Ref.of(data), media_type="application/json")
+
+    assert stub.projection.kind == "json"
+    assert stub.projection.classification is ProjectionClass.EXACT_REQUIRED
+    assert "artifact_query" not in stub.text
+
+
+def test_a_json_stub_offers_the_query_tool() -> None:
+    data = json.dumps([{"id": i, "status": "paid"} for i in range(3000)]).encode()
+
+    stub = render_stub(data, Ref.of(data), media_type="text/plain")
+
+    assert stub.projection.kind == "json"
+    assert "artifact_query(ref, expression)" in stub.text
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x89PNG\r\n\x1a\n" + random.Random(1).randbytes(40_000),
+        b"%PDF-1.7\n" + random.Random(2).randbytes(40_000),
+        b"\x1f\x8b\x08\x00" + random.Random(3).randbytes(40_000),
+    ],
+    ids=["png", "pdf", "gzip"],
+)
+def test_a_binary_stub_offers_only_the_byte_read(data: bytes) -> None:
+    stub = render_stub(data, Ref.of(data), media_type="application/octet-stream")
+
+    assert stub.projection.kind == "binary"
+    assert (
+        stub.text.splitlines()[-2] == "read more: artifact_read(ref, offset, length) (base64 pages)"
+    )
+    assert "artifact_read_lines" not in stub.text
+    assert "artifact_grep" not in stub.text
+
+
+def test_a_base64_text_stub_still_offers_the_line_tools() -> None:
+    data = base64.encodebytes(random.Random(4).randbytes(30_000))
+
+    stub = render_stub(data, Ref.of(data), media_type="text/plain")
+
+    assert stub.projection.kind == "base64"
+    assert "artifact_read_lines(ref, start_line, end_line)" in stub.text
 
 
 @pytest.mark.parametrize(

@@ -98,8 +98,16 @@ class ReadTools:
     grep: str = "artifact_grep"
     query: str = "artifact_query"
 
-    def hint(self, *, json_like: bool) -> str:
-        """The stub's "read more" line."""
+    def hint(self, *, json_like: bool, binary: bool = False) -> str:
+        """The stub's "read more" line: the tools that answer for this body.
+
+        Args:
+            json_like: The body is JSON the query tool reads: offer it.
+            binary: The body is not text: offer only the byte read (base64 pages), since the
+                line and grep tools answer a binary body with a "binary" outcome, not lines.
+        """
+        if binary:
+            return f"read more: {self.read}(ref, offset, length) (base64 pages)"
         parts = [
             f"{self.read}(ref, offset, length)",
             f"{self.lines}(ref, start_line, end_line)",
@@ -206,7 +214,15 @@ def render_stub(
     size = len(data)
     found = detection or detect(data, media_type=media_type, failed=failed)
     state = "complete" if complete else "truncated by its producer"
-    tail = f"{read_tools.hint(json_like=found.kind in ('json', 'ndjson'))}\n"
+    binary = found.kind == "binary"
+
+    def read_more(projection_kind: str, cls: ProjectionClass) -> str:
+        # The query tool is offered only for JSON its projector could read: one it could not
+        # (a fallback to verbatim excerpts) fails a query the same way.
+        json_like = projection_kind in ("json", "ndjson") and cls is found.classification
+        return f"{read_tools.hint(json_like=json_like, binary=binary)}\n"
+
+    tail = read_more(found.kind, found.classification)
     closing_len = utf8_len(f"{MARKER} end of stub | budget {budget.label} | check ") + 16
     open_rule, close_rule = "--- preview ---\n", "--- end of preview ---\n"
 
@@ -235,6 +251,7 @@ def render_stub(
     projection = project(data, media_type=media_type, budget=room, failed=failed, detection=found)
     if projection.classification is not found.classification:
         head, tokens = header(projection.kind, projection.detail, projection.classification)
+        tail = read_more(projection.kind, projection.classification)  # never longer
     preview = projection.preview
     if preview and not preview.endswith("\n"):
         preview += "\n"

@@ -117,15 +117,66 @@ def _is_base64(head: bytes) -> bool:
     return letters > len(sample) // 8 and digits > len(sample) // 50
 
 
-def _json_like(head: bytes) -> str | None:
+def _latin1() -> re2.Options:
+    options = re2.Options()
+    # Byte by byte: a UTF-8 character cut by the sniff window is bytes like any other. The
+    # stubs type the field as an int; the binding takes only its own enum.
+    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]
+    return options
+
+
+_JSON_TOKENS = re2.compile(
+    rb'(?:[ \t\r\n,:\[\]{}]+|"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*"'
+    rb"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)*",
+    _latin1(),
+)
+"""A run of JSON's tokens: what a JSON text (or NDJSON) is made of, and a Python ``repr`` is not
+(its single quotes, ``None``, ``True``, ``False``, tuples' parentheses stop the run). RE2: 0.13 ms
+over a 64 KiB head, where ``re`` takes one to three milliseconds."""
+_JSON_CUT = re.compile(
+    rb'"(?:[^"\\\x00-\x1f]|\\.)*\\?|-?[\d.eE+-]*|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?'
+    rb"|n(?:u(?:ll?)?)?"
+)
+"""A token cut by the end of the sniff window: a string, number or literal not yet closed."""
+
+
+def _json_tokens(head: bytes, whole: bool, *, bad_lines: int = 0) -> bool:
+    """Whether ``head`` is made of JSON's tokens only, but for up to ``bad_lines`` lines (NDJSON
+    names its invalid lines); unless it is the ``whole`` body, its last token may be cut.
+
+    Structure is left to the parser: this tells JSON from text that merely opens with a bracket,
+    in one C-speed pass over at most the sniff window (one more per line forgiven).
+    """
+    pos = 0
+    while True:
+        run = _JSON_TOKENS.match(head, pos)
+        end = pos if run is None else run.end()
+        if end == len(head) or (not whole and _JSON_CUT.fullmatch(head, end) is not None):
+            return True
+        if bad_lines <= 0:
+            return False
+        bad_lines -= 1
+        newline = head.find(b"\n", end)
+        if newline < 0:
+            return True  # the last line was the one forgiven
+        pos = newline + 1
+
+
+def _json_kind(head: bytes, media: str, whole: bool) -> str | None:
+    """``json`` or ``ndjson`` when the head is made of JSON's tokens and opens as a container
+    (or the media type says JSON); else ``None``, whatever the media type says."""
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if stripped[:1] not in (b"{", b"["):
+    if stripped[:1] not in (b"{", b"[") and not media.endswith(("json", "+json")):
+        return None
+    if not stripped:
         return None
     first, _, rest = stripped.partition(b"\n")
     first = first.strip()
     if first.startswith(b"{") and first.endswith(b"}") and rest.lstrip()[:1] == b"{":
-        return "ndjson"
-    return "json"
+        # One line in fifty may be invalid: the NDJSON preview names them.
+        forgiven = max(1, stripped.count(b"\n") // 50)
+        return "ndjson" if _json_tokens(stripped, whole, bad_lines=forgiven) else None
+    return "json" if _json_tokens(stripped, whole) else None
 
 
 def _delimited(head: bytes, media: str) -> str | None:
@@ -201,7 +252,7 @@ def detect(data: bytes, *, media_type: str, failed: bool = False) -> Detection:
     media = media_type.split(";")[0].strip()
     if not looks_textual(data):
         return Detection("binary", ProjectionClass.UNSUPPORTED, _binary_format(head))
-    kind, detail = _text_kind(head, media)
+    kind, detail = _text_kind(head, media, whole=len(data) <= SNIFF)
     if kind in ("base64", "data_uri"):
         return Detection(kind, ProjectionClass.UNSUPPORTED, detail)
     if kind in ("failure", "text") or failed:
@@ -209,12 +260,15 @@ def detect(data: bytes, *, media_type: str, failed: bool = False) -> Detection:
     return Detection(kind, ProjectionClass.COMPRESSIBLE, detail)
 
 
-def _text_kind(head: bytes, media: str) -> tuple[str, str | None]:
+def _text_kind(head: bytes, media: str, *, whole: bool) -> tuple[str, str | None]:
     stripped = head.lstrip()
     if _DATA_URI.match(stripped):
         return "data_uri", None
-    if media.endswith(("json", "+json")) or _json_like(head):
-        return _json_like(head) or "json", None
+    # A JSON media type is a hint, not a proof: a Python repr of rows sent as JSON is text (the
+    # JSON projector and queries could not read it).
+    json_kind = _json_kind(head, media, whole)
+    if json_kind is not None:
+        return json_kind, None
     if media in ("text/html", "application/xhtml+xml") or _HTML.match(head):
         return "html", None
     if _is_base64(stripped):
