@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 import cargohold
 from cargohold import (
@@ -149,6 +152,46 @@ def test_unrelated_runs_that_name_their_sessions_do_not_share_a_scope() -> None:
         assert ref is not None
     with cargohold.open(store, tenant="acme", user="ana", session="run-b") as second:
         assert second.read(ref).outcome is RehydrateOutcome.UNAUTHORIZED
+
+
+def _nested(depth: int, container: str, leaf: object) -> object:
+    value = leaf
+    for _ in range(depth):  # built iteratively: the test itself must not recurse
+        value = [value] if container == "list" else {"a": value}
+    return value
+
+
+@examples(max_examples=40, deadline=None)
+@given(
+    depth=st.integers(0, 100_000),
+    container=st.sampled_from(["list", "dict"]),
+    heavy=st.booleans(),
+)
+def test_offloading_a_value_nested_to_any_depth_answers_or_raises_a_usage_error(
+    depth: int, container: str, heavy: bool
+) -> None:
+    # A 100,000-deep dict raised RecursionError out of hold.offload.
+    value = _nested(depth, container, "y" * (40 * KiB if heavy else 10))
+    with cargohold.open("memory://", tenant="acme", user="ana", session="deep") as hold:
+        try:
+            result = hold.offload(value, tool="nested")
+        except UsageError:
+            assert depth >= 500  # only a value too deep for the JSON encoder is refused
+        else:
+            assert result.outcome in (OffloadOutcome.INLINE, OffloadOutcome.OFFLOADED)
+            assert result.stub is None or result.stub.size_bytes <= 8 * KiB
+
+
+def test_offloading_a_100000_deep_dict_is_a_usage_error_that_stores_nothing() -> None:
+    store = MemoryStore()
+    with cargohold.open(store, tenant="acme", user="ana", session="deep") as hold:
+        with pytest.raises(UsageError):
+            hold.offload(_nested(100_000, "dict", "leaf"), tool="nested")
+        with pytest.raises(UsageError):
+            asyncio.run(hold.aoffload(_nested(100_000, "list", "leaf"), tool="nested"))
+
+        assert hold.store.artifacts() == []
+        assert hold.summary.lines()[0] == "decisions: none"  # a usage error is no decision
 
 
 def test_open_store_with_no_argument_honours_the_configured_store(

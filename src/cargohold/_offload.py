@@ -99,6 +99,10 @@ def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, boo
 
     Text is UTF-8; bytes are kept as they are; anything else must be JSON-serializable and is
     serialized compactly with its key order kept (so identical values give identical bytes).
+
+    Raises:
+        UsageError: a value that is not text, bytes or JSON-serializable, or one nested too
+            deeply to serialize (the encoder recurses once per level).
     """
     if isinstance(value, str):
         text_type = media_type or "text/plain; charset=utf-8"
@@ -111,6 +115,11 @@ def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, boo
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UsageError("a tool result must be text, bytes or JSON-serializable data") from exc
+    except RecursionError:  # a 100,000-deep dict: an error of the value, not of the process
+        raise UsageError(
+            "a tool result is nested too deeply to serialize as JSON: return it as text or "
+            "bytes, or flatten it"
+        ) from None
     return text.encode("utf-8", "surrogatepass"), media_type or "application/json", True
 
 
@@ -259,8 +268,8 @@ class Offloader:
                 credentials a ``mask`` policy let through (:func:`cargohold.mask_secrets`).
 
         Raises:
-            UsageError: a value that is not text, bytes or JSON-serializable; a bad media type;
-                an unknown sensitivity.
+            UsageError: a value that is not text, bytes or JSON-serializable, or is nested too
+                deeply to serialize; a bad media type; an unknown sensitivity.
         """
         if isinstance(value, str) and value.startswith(SEGMENT_OPEN):
             # Only a segment made for this store passes (its HMAC under the store's key): a
