@@ -401,7 +401,7 @@ def test_a_thousand_concurrent_tasks_on_postgresql_never_block_the_loop(
         _stress(hold, monkeypatch)
 
 
-def test_a_hold_rejects_a_credential_unless_the_tools_configured_policy_masks_it(
+def test_a_hold_redacts_a_credential_unless_the_tools_configured_policy_masks_or_rejects_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import random
@@ -412,11 +412,14 @@ def test_a_hold_rejects_a_credential_unless_the_tools_configured_policy_masks_it
     alphabet = string.ascii_uppercase + string.digits
     key_id = "AKIA" + "".join(random.Random(3).choices(alphabet, k=16))
     log = _log(40 * KiB) + f"\nINFO using aws_access_key_id={key_id}\n"
-    monkeypatch.setenv("CARGOHOLD_SECRETS_POLICY", "fetch_logs=mask")
+    monkeypatch.setenv("CARGOHOLD_SECRETS_POLICY", "fetch_logs=mask,strict_tool=reject")
 
     with cargohold.open("memory://", session="s") as hold:
         masked = hold.offload(log, tool="fetch_logs")
-        rejected = hold.offload(log, tool="other_tool")
+        rejected = hold.offload(log, tool="strict_tool")
+        redacted = hold.offload(log, tool="other_tool")
+        assert redacted.ref is not None
+        stored = hold.store.read(redacted.ref).raise_for_outcome()
 
     assert (masked.outcome, masked.reason) == (OffloadOutcome.OFFLOADED, Reason.CREDENTIAL_MASKED)
     assert key_id not in masked.text
@@ -425,3 +428,9 @@ def test_a_hold_rejects_a_credential_unless_the_tools_configured_policy_masks_it
         Reason.CREDENTIAL_DETECTED,
     )
     assert key_id not in rejected.text
+    assert (redacted.outcome, redacted.reason) == (
+        OffloadOutcome.OFFLOADED,
+        Reason.CREDENTIAL_REDACTED,
+    )
+    assert key_id not in redacted.text
+    assert stored == log.replace(key_id, "[REDACTED:aws_access_key_id]").encode()

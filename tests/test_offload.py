@@ -212,7 +212,7 @@ def test_render_false_stores_the_exact_bytes_under_the_same_rules_and_makes_no_s
 
     kept = offloader.offload(value, tool="tail_log", render=False)
     again = offloader.offload(value, tool="tail_log")  # the same bytes, rendered this time
-    refused = offloader.offload(leaking, tool="tail_log", render=False)
+    redacted = offloader.offload(leaking, tool="tail_log", render=False)
     small = offloader.offload("ok", tool="tail_log", render=False)
 
     assert kept.ref is not None
@@ -227,13 +227,19 @@ def test_render_false_stores_the_exact_bytes_under_the_same_rules_and_makes_no_s
     assert again.outcome is OffloadOutcome.EXISTING_REFERENCE
     assert again.ref == kept.ref
     assert again.stub is not None
-    # The rules are the offloader's: a credential is still refused, a small value stays inline.
-    assert (refused.outcome, refused.reason) == (
-        OffloadOutcome.REJECTED,
-        Reason.CREDENTIAL_DETECTED,
+    # The rules are the offloader's: a credential is still redacted before it is stored, a
+    # small value stays inline.
+    assert (redacted.outcome, redacted.reason, redacted.stub) == (
+        OffloadOutcome.OFFLOADED,
+        Reason.CREDENTIAL_REDACTED,
+        None,
     )
+    assert redacted.ref is not None
+    assert redacted.content == str(redacted.ref)
+    stored = scoped.read(redacted.ref).raise_for_outcome()
+    assert stored == value.encode() + b"\nexport AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
     assert (small.outcome, small.content) == (OffloadOutcome.INLINE, "ok")
-    assert sink.events == [kept.event, again.event, refused.event, small.event]
+    assert sink.events == [kept.event, again.event, redacted.event, small.event]
 
 
 def test_identical_content_reuses_the_reference_and_is_written_once() -> None:

@@ -662,11 +662,102 @@ def _listed_lines(notice: str) -> dict[str, list[int]]:
     return listed
 
 
-def test_a_log_holding_credentials_is_rejected_with_kinds_and_lines_and_no_value(
+def _marker_lines(data: bytes) -> dict[str, list[int]]:
+    """Where each ``[REDACTED:<kind>]`` marker sits: kind -> 1-based line numbers."""
+    found: dict[str, list[int]] = {}
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        for kind in re.findall(rb"\[REDACTED:([a-z0-9_]+)\]", line):
+            lines = found.setdefault(kind.decode(), [])
+            if number not in lines:
+                lines.append(number)
+    return found
+
+
+def test_by_default_a_log_holding_credentials_is_offloaded_with_each_one_redacted(
     scoped: ScopedStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     log = _secret_log()
     offloader, sink, stream = _observed(scoped, caplog, threshold=32 * KiB)
+
+    result = offloader.offload(log.text, tool="tail_log")
+
+    assert result.outcome is OffloadOutcome.OFFLOADED
+    assert result.reason is Reason.CREDENTIAL_REDACTED
+    assert result.event.reason.value == "credential_redacted"
+    assert sink.events == [result.event]
+    assert result.ref is not None
+    assert result.event.ref == str(result.ref)
+    assert result.event.observed_bytes == len(log.data)
+    stored = scoped.read(result.ref).raise_for_outcome()
+    # No credential entered the store; every other line is the log's own, at its own number.
+    _assert_shows_no_value(stored.decode(), log.values)
+    assert find_secrets(stored) == []
+    assert result.ref == Ref.of(stored)
+    assert stored.count(b"\n") == log.data.count(b"\n")
+    assert _marker_lines(stored) == {kind.value: lines for kind, lines in log.lines.items()}
+    touched = {
+        number
+        for f in find_secrets(log.data)
+        for number in range(f.line, f.line + log.data.count(b"\n", f.start, f.end) + 1)
+    }
+    before, after = log.text.split("\n"), stored.decode().split("\n")
+    assert [after[i] for i in range(len(after)) if i + 1 not in touched] == [
+        before[i] for i in range(len(before)) if i + 1 not in touched
+    ]
+    # The result says what was redacted (kinds and lines, never values).
+    assert {f.kind for f in result.redacted} == set(log.lines)
+    assert all(f.line in log.lines[f.kind] for f in result.redacted)
+    assert result.stub is not None
+    _assert_nowhere(result, stream, caplog, log.values)
+
+
+def test_the_same_redacted_result_again_reuses_its_reference(scoped: ScopedStore) -> None:
+    log = _secret_log(64 * KiB, seed=21)
+    offloader = Offloader(scoped, threshold=1000)
+    first = offloader.offload(log.text, tool="tail_log")
+
+    again = offloader.offload(log.text, tool="tail_log")
+
+    assert first.outcome is OffloadOutcome.OFFLOADED
+    assert again.outcome is OffloadOutcome.EXISTING_REFERENCE
+    assert again.reason is Reason.CREDENTIAL_REDACTED
+    assert again.ref == first.ref
+    assert again.redacted == first.redacted
+    assert scoped.store.store_usage().objects == 1
+
+
+def test_a_git_diff_whose_fixtures_hold_fake_keys_is_offloaded_not_withheld(
+    scoped: ScopedStore,
+) -> None:
+    # The issue's repro: behind the proxy a 1.9 MB git diff of this repository became a
+    # 362-byte notice because its test fixtures hold fake keys. It is a diff with markers.
+    diff = CODE_FIXTURES["cargohold_git_diff.diff"].read().decode()
+    fakes = [_fake(name, seed=31) for name in ("aws_akia", "rsa_private_key", "github_ghp")]
+    hunk = "".join(f"+KEY_{i} = {json.dumps(fake.text)}\n" for i, fake in enumerate(fakes))
+    text = diff + "diff --git a/tests/fixtures/keys.py b/tests/fixtures/keys.py\n" + hunk
+    offloader = Offloader(scoped, threshold=32 * KiB)
+
+    result = offloader.offload(text, tool="git_diff")
+
+    assert result.outcome is OffloadOutcome.OFFLOADED
+    assert result.reason is Reason.CREDENTIAL_REDACTED
+    assert result.ref is not None
+    assert result.stub is not None
+    assert result.stub.text.startswith("[cargohold] artifact://sha256/")
+    stored = scoped.read(result.ref).raise_for_outcome().decode()
+    assert stored.startswith(diff)  # the whole diff, byte for byte, before the fixture
+    assert stored.count("[REDACTED:") == 3
+    for fake in fakes:
+        _assert_shows_no_value(stored, fake.values)
+
+
+def test_with_the_reject_policy_a_log_holding_credentials_is_withheld_with_kinds_and_lines(
+    scoped: ScopedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = _secret_log()
+    offloader, sink, stream = _observed(
+        scoped, caplog, threshold=32 * KiB, secrets_policy={"tail_log": "reject"}
+    )
 
     result = offloader.offload(log.text, tool="tail_log")
 
@@ -692,11 +783,37 @@ def test_a_log_holding_credentials_is_rejected_with_kinds_and_lines_and_no_value
 
 
 @pytest.mark.parametrize("name", sorted(FAKES))
-def test_a_small_result_holding_any_kind_is_rejected_never_inline(
+def test_by_default_a_small_result_holding_any_kind_stays_inline_redacted(
     scoped: ScopedStore, caplog: pytest.LogCaptureFixture, name: str
 ) -> None:
     fake = _fake(name, seed=2)
-    offloader, _, stream = _observed(scoped, caplog)  # the default 32 KiB threshold
+    offloader, sink, stream = _observed(scoped, caplog)  # the default 32 KiB threshold
+    value = f"ok\nconfig: {fake.text}\ndone\n"
+
+    result = offloader.offload(value, tool="read_config")
+
+    assert result.outcome is OffloadOutcome.INLINE
+    assert result.reason is Reason.CREDENTIAL_REDACTED
+    assert (result.ref, result.event.ref) == (None, None)
+    assert sink.events == [result.event]
+    assert scoped.store.store_usage() == Usage(0, 0)
+    assert isinstance(result.content, str)
+    lines = result.content.split("\n")
+    assert lines[0] == "ok"
+    assert lines[-2:] == ["done", ""]
+    assert _marker_lines(result.content.encode()) == {kind.value: [2] for kind in fake.kinds}
+    assert [(f.kind, f.line) for f in result.redacted] == [(kind, 2) for kind in fake.kinds]
+    assert result.value_for(value) == result.content
+    assert result.event.context_bytes == len(result.content.encode())
+    _assert_nowhere(result, stream, caplog, fake.values)
+
+
+@pytest.mark.parametrize("name", sorted(FAKES))
+def test_with_the_reject_policy_a_small_result_holding_any_kind_is_withheld_never_inline(
+    scoped: ScopedStore, caplog: pytest.LogCaptureFixture, name: str
+) -> None:
+    fake = _fake(name, seed=2)
+    offloader, _, stream = _observed(scoped, caplog, secrets_policy={"*": "reject"})
 
     result = offloader.offload(f"ok\nconfig: {fake.text}\n", tool="read_config")
 
@@ -709,11 +826,51 @@ def test_a_small_result_holding_any_kind_is_rejected_never_inline(
     _assert_nowhere(result, stream, caplog, fake.values)
 
 
-def test_json_data_holding_a_credential_is_rejected(scoped: ScopedStore) -> None:
+def test_json_data_holding_a_credential_is_handed_on_as_data_with_markers(
+    scoped: ScopedStore,
+) -> None:
+    fake = _fake("aws_pair", seed=3)
+    key_id, secret = fake.values
+    value = {"AccessKeyId": key_id, "SecretAccessKey": secret, "Expiration": 3600}
+
+    result = Offloader(scoped).offload(value, tool="sts")
+
+    assert result.outcome is OffloadOutcome.INLINE
+    assert result.value_for(value) == {
+        "AccessKeyId": "[REDACTED:aws_access_key_id]",
+        "SecretAccessKey": "[REDACTED:aws_secret_access_key]",
+        "Expiration": 3600,
+    }
+    clean = {"Expiration": 3600}
+    assert Offloader(scoped).offload(clean, tool="sts").value_for(clean) is clean
+
+
+def test_a_redacted_binary_result_keeps_its_length(scoped: ScopedStore) -> None:
+    fake = _fake("rsa_private_key", seed=6)
+    raw = random.Random(6).randbytes(40 * KiB)
+    data = raw[:1000] + b"\x00" + fake.text.encode() + b"\x00" + raw[1000:]
+    offloader = Offloader(scoped, threshold=32 * KiB)
+
+    result = offloader.offload(data, tool="fetch_archive")
+
+    assert result.outcome is OffloadOutcome.OFFLOADED
+    assert result.reason is Reason.CREDENTIAL_REDACTED
+    assert result.ref is not None
+    stored = scoped.read(result.ref).raise_for_outcome()
+    assert len(stored) == len(data)  # the bytes around the key are where they were
+    assert stored[:1001] == data[:1001]
+    assert stored[1001:].startswith(b"[REDACTED:private_key]")
+    assert stored.endswith(raw[1000:])
+    assert find_secrets(stored) == []
+
+
+def test_with_the_reject_policy_json_data_holding_a_credential_is_rejected(
+    scoped: ScopedStore,
+) -> None:
     fake = _fake("aws_pair", seed=3)
     key_id, secret = fake.values
 
-    result = Offloader(scoped).offload(
+    result = Offloader(scoped, secrets_policy={"sts": "reject"}).offload(
         {"AccessKeyId": key_id, "SecretAccessKey": secret}, tool="sts"
     )
 
@@ -831,11 +988,23 @@ def test_the_mask_policy_is_per_tool(scoped: ScopedStore) -> None:
     offloader = Offloader(scoped, threshold=1000, secrets_policy={"tail_log": "mask"})
 
     assert offloader.secrets_policy_for("tail_log") == "mask"
+    assert offloader.secrets_policy_for("fetch") == "redact"
+    assert offloader.secrets_policy_for(None) == "redact"
+    assert offloader.offload(log.text, tool="fetch").reason is Reason.CREDENTIAL_REDACTED
+    assert offloader.offload(log.text).reason is Reason.CREDENTIAL_REDACTED
+    assert offloader.offload(log.text, tool="tail_log").reason is Reason.CREDENTIAL_MASKED
+
+
+def test_a_star_entry_sets_the_policy_of_every_tool_not_named(scoped: ScopedStore) -> None:
+    log = _secret_log(64 * KiB, seed=14)
+    offloader = Offloader(
+        scoped, threshold=1000, secrets_policy={"*": "reject", "tail_log": "redact"}
+    )
+
     assert offloader.secrets_policy_for("fetch") == "reject"
     assert offloader.secrets_policy_for(None) == "reject"
     assert offloader.offload(log.text, tool="fetch").reason is Reason.CREDENTIAL_DETECTED
-    assert offloader.offload(log.text).reason is Reason.CREDENTIAL_DETECTED
-    assert offloader.offload(log.text, tool="tail_log").reason is Reason.CREDENTIAL_MASKED
+    assert offloader.offload(log.text, tool="tail_log").reason is Reason.CREDENTIAL_REDACTED
 
 
 def test_below_the_threshold_a_masked_result_is_offloaded_not_inline(

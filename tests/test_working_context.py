@@ -227,7 +227,7 @@ def test_degraded_with_references_that_cannot_be_checked_keeps_none_of_them() ->
 
 # Seed: "Content classified as secret, credential, or raw_auth is not accepted in the general
 # store. internal and restricted content is private and never enters observability as a body."
-def test_an_output_holding_a_credential_or_a_refused_sensitivity_is_degraded_never_shown(
+def test_an_output_holding_a_credential_is_redacted_and_a_refused_sensitivity_degraded(
     context: WorkingContext, sink: ListSink
 ) -> None:
     key = "AKIA" + "Z7Q4B2N8X5C1V3M6"  # an AWS access key id shape
@@ -239,8 +239,13 @@ def test_an_output_holding_a_credential_or_a_refused_sensitivity_is_degraded_nev
         build_log(200), worker="w3", status="passed", sensitivity="restricted"
     )
 
-    assert credential.status is WorkerStatus.DEGRADED
-    assert credential.degraded_reason == Reason.CREDENTIAL_DETECTED.value
+    # The redact policy (the default) stores the output with the key replaced by a marker:
+    # the evidence is kept, the key is not, and what is recorded is what was stored.
+    assert credential.status is WorkerStatus.PASSED
+    stored = _read_whole(context.hold, credential)
+    assert stored == leaking.replace(key, "[REDACTED:aws_access_key_id]").encode()
+    assert credential.raw_ref is not None
+    assert credential.raw_ref.size == len(stored)
     assert key not in context.project(credential)
     assert secret.degraded_reason == Reason.SENSITIVITY.value
     assert restricted.status is WorkerStatus.PASSED

@@ -221,8 +221,8 @@ def check_threshold(setting: str, value: object) -> int:
         raise ConfigError(f"invalid configuration: {setting}: {exc}") from None
 
 
-SECRETS_POLICIES = ("reject", "mask")
-"""What a tool's results that hold a credential become: refused (the default) or stored masked."""
+SECRETS_POLICIES = ("redact", "reject", "mask")
+"""What a tool's results holding a credential become: redacted (the default), refused, masked."""
 
 
 def _policies(value: object) -> dict[str, str]:

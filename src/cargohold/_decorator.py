@@ -29,7 +29,6 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
 from cargohold._errors import UsageError
-from cargohold._events import OffloadOutcome
 from cargohold._hold import Hold
 from cargohold._records import Sensitivity
 
@@ -174,7 +173,7 @@ def _decorate(source: _HoldSource, options: _Options, fn: Callable[..., Any]) ->
                 sensitivity=options.sensitivity,
                 budget=options.budget,
             )
-            return value if decided.outcome is OffloadOutcome.INLINE else decided.text
+            return decided.value_for(value)  # a redacted copy when credentials were redacted
 
         return offload_async
 
@@ -188,7 +187,7 @@ def _decorate(source: _HoldSource, options: _Options, fn: Callable[..., Any]) ->
             sensitivity=options.sensitivity,
             budget=options.budget,
         )
-        return value if decided.outcome is OffloadOutcome.INLINE else decided.text
+        return decided.value_for(value)  # a redacted copy when credentials were redacted
 
     return offload_sync
 

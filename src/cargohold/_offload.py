@@ -7,11 +7,15 @@ made. When the store fails, the conversation gets a bounded notice without a ref
 raw body. A recovered context segment (what an explicit read returned) passes as ``bypass`` up to
 the budget its reader chose, so a read is never undone.
 
-Every result is scanned for credentials first (:mod:`cargohold._secrets`), whatever its size. One
-that holds any is ``rejected`` with a notice naming the kinds and line numbers, never the values,
-unless its tool's secrets policy is ``mask``: then the exact bytes are stored as ``restricted``
-(even below the threshold: a credential never goes inline) and the stub is rendered from a masked
-copy. A value the caller marked ``secret``, ``credential`` or ``raw_auth`` is rejected at any size.
+Every result is scanned for credentials first (:mod:`cargohold._secrets`), whatever its size, and
+its tool's secrets policy decides. ``redact`` (the default): each credential is replaced by a marker
+of its kind before anything else happens, so no credential enters the store or the conversation;
+the rest of the result is decided as any result is (``inline`` or ``offloaded``), with reason
+``credential_redacted`` and the kinds and lines in :attr:`OffloadResult.redacted`. ``reject``: the
+whole result is ``rejected`` with a notice naming the kinds and line numbers, never the values.
+``mask``: the exact bytes are stored as ``restricted`` (even below the threshold: a credential
+never goes inline) and the stub is rendered from a masked copy. A value the caller marked
+``secret``, ``credential`` or ``raw_auth`` is rejected at any size.
 """
 
 from __future__ import annotations
@@ -43,7 +47,14 @@ from cargohold._events import (
 from cargohold._facade import ScopedStore
 from cargohold._records import KiB, Sensitivity, normalize_media_type
 from cargohold._ref import Ref
-from cargohold._secrets import SecretFinding, describe_findings, find_secrets, mask_secrets
+from cargohold._secrets import (
+    DEFAULT_POLICY,
+    SecretFinding,
+    describe_findings,
+    find_secrets,
+    mask_secrets,
+    redact_secrets,
+)
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import (
@@ -77,6 +88,9 @@ class OffloadResult:
         stub: The rendered stub, for ``offloaded`` and ``existing_reference`` (none when the
             caller asked for none: ``render=False``).
         event: The decision's event: the very instance the reporter received.
+        redacted: The credentials the ``redact`` policy replaced by markers before the
+            result was stored or inlined (kind and line; offsets are the original bytes'),
+            empty when none was. ``content`` is then the redacted copy, never the value.
     """
 
     outcome: OffloadOutcome
@@ -85,6 +99,7 @@ class OffloadResult:
     ref: Ref | None
     stub: Stub | None
     event: DecisionEvent
+    redacted: tuple[SecretFinding, ...] = ()
 
     @property
     def text(self) -> str:
@@ -92,6 +107,24 @@ class OffloadResult:
         if isinstance(self.content, str):
             return self.content
         return f"[cargohold] inline binary result of {len(self.content):,} bytes"
+
+    def value_for(self, original: object) -> object:
+        """What a surface hands on in place of the tool's ``original`` value.
+
+        ``original`` itself when it stays inline unchanged; its redacted copy when credentials
+        were redacted from an inline result (text as text, bytes as bytes, JSON data parsed
+        back, so a typed caller keeps its type); otherwise the stub or notice text.
+        """
+        if self.outcome is not OffloadOutcome.INLINE:
+            return self.text
+        if not self.redacted:
+            return original
+        if isinstance(original, str | bytes | bytearray | memoryview):
+            return self.content
+        try:  # markers sit inside JSON strings and need no escaping: the document parses
+            return json.loads(self.content)
+        except ValueError:
+            return self.content
 
 
 def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, bool]:
@@ -142,11 +175,14 @@ class Offloader:
             most 1 MiB, the largest read: no threshold turns offloading off.
         tool_thresholds: Per-tool thresholds, lower or higher than the global one (configured
             when omitted; at most 1 MiB each).
-        secrets_policy: Per-tool handling of results that hold a credential: ``reject`` (the
-            default) or ``mask`` (stored as ``restricted``, every credential masked in the stub).
-            When omitted, the configured one if the offloader reads its configuration (that is,
-            when ``threshold``, ``tool_thresholds`` or ``budget`` is omitted too); otherwise
-            every tool rejects.
+        secrets_policy: Per-tool handling of results that hold a credential: ``redact`` (the
+            default: each credential replaced by a marker of its kind before the result is
+            stored or inlined), ``reject`` (the whole result withheld) or ``mask`` (the exact
+            bytes stored as ``restricted``, every credential masked in the stub and every
+            read). The key ``"*"`` names the policy of every tool not named. When omitted, the
+            configured one if the offloader reads its configuration (that is, when
+            ``threshold``, ``tool_thresholds`` or ``budget`` is omitted too); otherwise every
+            tool redacts.
         budget: The default stub budget (configured when omitted; ``balanced`` by default).
         reporter: Where decision events go; ``None`` reports nothing.
         read_tools: The read tool names the surface offers, named in every stub.
@@ -233,10 +269,12 @@ class Offloader:
         return self._ttl
 
     def secrets_policy_for(self, tool: str | None) -> str:
-        """``reject`` or ``mask``: what becomes of ``tool``'s results that hold a credential."""
+        """``redact``, ``reject`` or ``mask``: what becomes of ``tool``'s results that hold a
+        credential (its own policy, else the ``"*"`` entry's, else ``redact``)."""
+        default = self._secrets_policy.get("*", DEFAULT_POLICY)
         if tool is not None:
-            return self._secrets_policy.get(tool, "reject")
-        return "reject"
+            return self._secrets_policy.get(tool, default)
+        return default
 
     def offload(
         self,
@@ -294,27 +332,36 @@ class Offloader:
             return self._withheld(refused, size, limit, media, tool, family)
         # RE2 releases the GIL while it scans, as hashing does: no CPU_BOUND lock here.
         findings = find_secrets(data)
+        redacted: tuple[SecretFinding, ...] = ()
         if findings:
-            if self.secrets_policy_for(tool) != "mask":
+            policy = self.secrets_policy_for(tool)
+            if policy == "reject":
                 return self._credential_rejected(findings, size, limit, media, tool, family)
-            sensitivity = Sensitivity.RESTRICTED
-        elif size < limit:
-            inline: str | bytes = value if isinstance(value, str) else data
-            if not isinstance(value, bytes | bytearray | memoryview | str):
-                inline = data.decode("utf-8", "surrogatepass")  # the serialized JSON
+            if policy == "mask":
+                sensitivity = Sensitivity.RESTRICTED
+            else:  # redact: from here on the result is its redacted copy, for every decision
+                # Binary bytes keep their length (a format's offsets depend on it); text gets
+                # compact markers, its line breaks kept.
+                data = redact_secrets(data, findings, keep_length=not textual)
+                redacted, findings = tuple(findings), []
+        if not findings and len(data) < limit:
+            inline: str | bytes = data
+            if isinstance(value, str) and not redacted:
+                inline = value
+            elif not isinstance(value, bytes | bytearray | memoryview):
+                inline = data.decode("utf-8", "surrogatepass")  # the text, or serialized JSON
+            reason = Reason.CREDENTIAL_REDACTED if redacted else Reason.BELOW_THRESHOLD
             event = self._event(
                 OffloadOutcome.INLINE,
-                Reason.BELOW_THRESHOLD,
+                reason,
                 size,
                 limit,
                 None,
                 tool,
-                context_bytes=size,
-                tokens=estimate_tokens(size, family),
+                context_bytes=len(data),
+                tokens=estimate_tokens(len(data), family),
             )
-            return OffloadResult(
-                OffloadOutcome.INLINE, Reason.BELOW_THRESHOLD, inline, None, None, event
-            )
+            return OffloadResult(OffloadOutcome.INLINE, reason, inline, None, None, event, redacted)
         try:
             key = self._store.marker_key()  # read once per store; unreachable: degraded
             put = self._store.put(
@@ -328,7 +375,9 @@ class Offloader:
         except (RejectedError, StoreError) as exc:
             return self._withheld(exc, size, limit, media, tool, family)
         outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
-        if put.existing:
+        if redacted:  # the outcome says whether these (redacted) bytes were stored before
+            reason = Reason.CREDENTIAL_REDACTED
+        elif put.existing:
             reason = Reason.IDENTICAL_CONTENT
         elif findings:
             reason = Reason.CREDENTIAL_MASKED
@@ -338,7 +387,7 @@ class Offloader:
             event = self._event(
                 outcome, reason, size, limit, str(put.ref), tool, context_bytes=0, tokens=0
             )
-            return OffloadResult(outcome, reason, str(put.ref), put.ref, None, event)
+            return OffloadResult(outcome, reason, str(put.ref), put.ref, None, event, redacted)
         # Only now, with the exact bytes durable, is a projection made; of a masked copy when the
         # bytes hold credentials (same length and lines, so the stub's facts stay those of the
         # real bytes, whose digest the reference remains).
@@ -364,7 +413,7 @@ class Offloader:
             context_bytes=stub.size_bytes,
             tokens=stub.estimated_tokens,
         )
-        return OffloadResult(outcome, reason, stub.text, put.ref, stub, event)
+        return OffloadResult(outcome, reason, stub.text, put.ref, stub, event, redacted)
 
     def _withheld(
         self,
@@ -507,7 +556,7 @@ def _check_policies(policies: Mapping[str, str]) -> dict[str, str]:
     checked: dict[str, str] = {}
     for tool, policy in policies.items():
         if not isinstance(tool, str) or policy not in SECRETS_POLICIES:
-            raise UsageError('a secrets policy maps tool names to "reject" or "mask"')
+            raise UsageError('a secrets policy maps tool names to "redact", "reject" or "mask"')
         checked[tool] = policy
     return checked
 

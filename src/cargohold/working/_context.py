@@ -34,11 +34,11 @@ from cargohold._events import OffloadOutcome, Reason
 from cargohold._offload import Offloader, media_type_of
 from cargohold._records import ReadOutcome, Sensitivity
 from cargohold._ref import Ref
-from cargohold._secrets import find_secrets, mask_secrets
+from cargohold._secrets import find_secrets, mask_secrets, redact_secrets
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import Budget
-from cargohold._text import fit, utf8_len
+from cargohold._text import fit, looks_textual, utf8_len
 from cargohold.projection import Detection, ProjectionClass, detect
 from cargohold.working._checkpoint import Checkpoint
 from cargohold.working._compress import DEFAULT_TIMEOUT, Compressor, make_preview
@@ -269,6 +269,11 @@ class WorkingContext:
             failed=claimed is not WorkerStatus.PASSED,
             render=False,  # the context renders its own projection (step 4)
         )
+        if stored.redacted:
+            # The redact policy stored a copy with each credential replaced by a marker: that
+            # copy is the evidence, its size the one recorded, and the one projected. The same
+            # function over the same findings gives the same bytes (binary keeps its length).
+            data = redact_secrets(data, stored.redacted, keep_length=not looks_textual(data))
         errors: list[WorkerError] = []
         degraded: str | None = None
         raw: ResultRef | None = None
