@@ -10,11 +10,15 @@ import asyncio
 import hashlib
 import json
 import re
+import select
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example as case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -613,6 +617,168 @@ def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[st
         assert segment.budget == budget
     else:
         assert answer.content is None
+
+
+# -- artifact_query: bounded while it runs ----------------------------------------------------
+
+# About 45 KB of JSON records, as in the audit that found the doubling expression.
+QUERY_DOC = json.dumps(
+    [
+        {"id": i, "status": "refunded" if i % 5 == 0 else "paid", "city": "Zürich"}
+        for i in range(900)
+    ],
+    ensure_ascii=False,
+).encode()
+DOUBLED = "@" + " | [@, @]" * 16  # the answer is 2**16 copies of the body: 3 GB of JSON
+
+# Pieces that multiply what an expression works on (a shared copy, a real copy, a string, a
+# comparison, a scan), composed at random below.
+_GROWING = st.recursive(
+    st.sampled_from(["@", "[*]", "[0]", "[:50]", "values(@[0])", "[*].id", "[?status=='paid']"]),
+    lambda inner: st.one_of(
+        st.builds("[{0}, {0}]".format, inner),
+        st.builds("[{0}, {0}][]".format, inner),
+        st.builds("{{a: {0}, b: {0}}}".format, inner),
+        st.builds("to_string({0})".format, inner),
+        st.builds("join(',', [to_string({0}), to_string({0})])".format, inner),
+        st.builds("({0}) == ({0})".format, inner),
+        st.builds("contains([{0}, {0}], {0})".format, inner),
+        st.builds("{0} | [*].[*]".format, inner),
+        st.builds("sort_by([{0}][], &to_string(@))".format, inner),
+        st.builds("{0} | {1}".format, inner, inner),
+    ),
+    max_leaves=40,
+).filter(lambda expression: len(expression) <= 2000)
+
+
+# A child process that answers artifact_query calls on QUERY_DOC, one JSON line per expression:
+# the harness bounds each call's time (WORKER_TIMEOUT) and the child's memory, so a query that
+# does not stop fails the test instead of hanging it or exhausting the machine.
+QUERY_WORKER = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+import cargohold
+document = sys.stdin.buffer.readline().rstrip(b"\\n")
+with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+    ref = str(hold.store.put(document, media_type="application/json", tool="fixture").ref)
+    for line in sys.stdin:
+        answer = hold.call_tool("artifact_query", {"ref": ref, "expression": json.loads(line)})
+        print(json.dumps({
+            "outcome": answer.outcome,
+            "reason": None if answer.event is None else answer.event.reason.value,
+            "text_bytes": len(answer.text.encode("utf-8", "surrogatepass")),
+            "content": answer.content is not None,
+            "text": answer.text,
+        }), flush=True)
+"""
+WORKER_TIMEOUT = 60.0
+
+
+class QueryWorker:
+    """The parent's side of QUERY_WORKER."""
+
+    def __init__(self) -> None:
+        self.process = self._start()
+
+    @staticmethod
+    def _start() -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [sys.executable, "-c", QUERY_WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert process.stdin is not None
+        process.stdin.write(QUERY_DOC + b"\n")
+        process.stdin.flush()
+        return process
+
+    def ask(self, expression: str) -> dict[str, Any]:
+        if self.process.poll() is not None:  # killed or died on an earlier call
+            self.close()
+            self.process = self._start()
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        stdin.write(json.dumps(expression).encode() + b"\n")
+        stdin.flush()
+        ready, _, _ = select.select([stdout], [], [], WORKER_TIMEOUT)
+        if not ready:
+            self.close()
+            pytest.fail(f"no answer within {WORKER_TIMEOUT:.0f} s to {expression[:80]!r}")
+        line = stdout.readline()
+        if not line:
+            self.close()
+            pytest.fail(f"the query process died on {expression[:80]!r}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=WORKER_TIMEOUT)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture(scope="module")
+def query_worker() -> Iterator[QueryWorker]:
+    worker = QueryWorker()
+    yield worker
+    worker.close()
+
+
+@settings(max_examples=60, deadline=None)  # the worker's timeout bounds each call's time
+@given(expression=_GROWING)
+@case(expression=DOUBLED)
+@case(expression="@" + " | [@, @]" * 10)
+@case(expression="@" + " | [@, @]" * 300)
+@case(expression="@" + " | [@, @][]" * 40)
+@case(expression="to_string(@)" + " | to_string([@, @])" * 40)
+@case(expression=f"({DOUBLED * 4}) == ({DOUBLED * 4})")
+@case(expression="@" + " | [@, @]" * 40 + " | [*]" * 40)
+def test_a_query_that_multiplies_its_work_is_answered_within_its_budget(
+    query_worker: QueryWorker, expression: str
+) -> None:
+    answer = query_worker.ask(expression)
+    assert answer["outcome"] in {"resolved", "over_budget", "invalid_arguments"}
+    assert answer["text_bytes"] <= BUDGET + 400  # the segment's marker lines
+    if answer["outcome"] == "over_budget":
+        assert not answer["content"]
+        assert "Narrow" in answer["text"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "reason"),
+    [
+        (DOUBLED, "budget_exceeded"),  # stopped as the answer grew, never written out
+        ("@" + " | [@, @][]" * 40, "evaluation_limit"),  # real copies: the work is bounded
+        (f"({DOUBLED}) == ({DOUBLED})", "evaluation_limit"),  # 2**16 comparisons in C
+        ("@" + " | [@, @]" * 150, "evaluation_limit"),  # nested deeper than a query may
+    ],
+)
+def test_a_doubling_query_is_over_budget_with_the_fix(
+    query_worker: QueryWorker, expression: str, reason: str
+) -> None:
+    answer = query_worker.ask(expression)
+
+    assert answer["outcome"] == "over_budget"
+    assert answer["reason"] == reason
+    assert "Narrow" in answer["text"]
+    if reason == "budget_exceeded":
+        assert re.search(r"would be more than [\d,]+ bytes", answer["text"]), answer["text"]
+    else:
+        assert "A larger budget does not help" in answer["text"]
+
+
+def test_a_query_that_walks_a_large_document_still_answers(hold: Hold) -> None:
+    rows = [{"id": i, "status": "refunded" if i % 5 == 0 else "paid"} for i in range(40_000)]
+    ref = put(hold, json.dumps(rows).encode(), "application/json")
+    expression = "[?status=='refunded'] | sort_by(@, &id) | [*].{id: id} | length(@)"
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": expression})
+
+    assert (answer.outcome, answer.content) == ("resolved", "8000")
 
 
 # -- artifact_info ----------------------------------------------------------------------------

@@ -122,6 +122,7 @@ class Reason(enum.StrEnum):
     DIGEST_MISMATCH = "digest_mismatch"
     TTL_ELAPSED = "ttl_elapsed"
     BUDGET_EXCEEDED = "budget_exceeded"
+    EVALUATION_LIMIT = "evaluation_limit"  # over_budget: a query's work, depth or time bound
     # guard
     RAW_HEAVY_CONTENT = "raw_heavy_content"
     WINDOW_MARGIN = "window_margin"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,13 @@ from cargohold._events import (
 )
 from cargohold._facade import ScopedStore, as_ref
 from cargohold._grep import MatchingLines, compile_pattern, entries
+from cargohold._query import (
+    MAX_DEPTH,
+    QueryFailed,
+    QueryLimit,
+    compile_expression,
+    evaluate,
+)
 from cargohold._records import MAX_READ_BYTES, KiB, ReadOutcome, ReadResult, Sensitivity
 from cargohold._ref import Ref, is_ref
 from cargohold._secrets import find_secrets, mask_secrets
@@ -72,6 +80,10 @@ class RehydrateResult:
             :meth:`Rehydrator.read_lines`.
         masked: The answer was made from a copy of the body with its credentials masked (same
             length and lines), so it is not the body's exact bytes; the span says so too.
+        bound: A query that was ``over_budget`` before its answer was complete: which bound
+            stopped it (``size``: the answer was at least ``answer_bytes`` when its growth
+            stopped; ``steps``, ``depth`` or ``time``: the expression did too much work, nested
+            too deep or ran too long, reason ``evaluation_limit``). ``None`` otherwise.
     """
 
     outcome: RehydrateOutcome
@@ -89,6 +101,7 @@ class RehydrateResult:
     encoding: str = "utf-8"
     fit: tuple[int, int] | None = None
     masked: bool = False
+    bound: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -185,9 +198,11 @@ class Rehydrator:
         encoding: str = "utf-8",
         fit: tuple[int, int] | None = None,
         masked: bool = False,
+        reason: Reason | None = None,
+        bound: str | None = None,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
-        reason = READ_REASONS[outcome]
+        reason = READ_REASONS[outcome] if reason is None else reason
         segment = None
         masked = masked and answer is not None
         if masked:
@@ -224,6 +239,7 @@ class Rehydrator:
             encoding=encoding,
             fit=fit,
             masked=masked,
+            bound=bound,
         )
 
     def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None, bool]:
@@ -447,18 +463,35 @@ class Rehydrator:
     def query(
         self, ref: Ref | str, expression: str, *, budget: int | None = None
     ) -> RehydrateResult:
-        """A JMESPath expression evaluated on a JSON artifact; the result as compact JSON."""
+        """A JMESPath expression evaluated on a JSON artifact; the result as compact JSON.
+
+        The evaluation is bounded as it runs (see :mod:`cargohold._query`): an answer that grows
+        past the budget is never written out, and an expression that does too much work on this
+        document, nests too deep or runs too long stops. Each is ``over_budget``, its
+        :attr:`RehydrateResult.bound` saying which bound (``size``: the answer is at least
+        ``answer_bytes``; ``steps``, ``depth``, ``time``: reason ``evaluation_limit``, a larger
+        budget would not help).
+
+        Raises:
+            UsageError: the expression is not JMESPath, the artifact is not JSON (or holds a
+                number longer than Python reads, or nests deeper than it parses), or the
+                expression failed on this document (the message names the function and the
+                types, e.g. ``length() expects array|object|string, got number``).
+        """
         ref = as_ref(ref)
         limit = self._budget(budget)
         if not isinstance(expression, str) or not expression or len(expression) > 2000:
             raise UsageError("expression must be a non-empty string of at most 2000 characters")
         try:
-            compiled = jmespath.compile(expression)
+            compiled = compile_expression(expression)
         except jmespath.exceptions.JMESPathError:
             raise UsageError("expression is not valid JMESPath") from None
+        except QueryLimit:
+            raise UsageError(f"expression nests deeper than {MAX_DEPTH} levels") from None
         result, refused, masked = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
+        size = len(result.data)
         try:
             with CPU_BOUND:  # parsing the whole body: see cargohold._cpu
                 document = json.loads(result.data)
@@ -466,17 +499,36 @@ class Rehydrator:
             raise UsageError("the artifact is not JSON; use grep or a line read") from None
         except RecursionError:  # valid, maybe, but nested deeper than the parser recurses
             raise _too_deep() from None
+        except ValueError:  # an integer of more digits than Python converts (4,300)
+            raise UsageError(
+                "the JSON holds a number of more digits than the query engine reads "
+                f"({sys.get_int_max_str_digits():,}); use grep or a line read"
+            ) from None
         try:
-            answer = compiled.search(document)
-            text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
-        except jmespath.exceptions.JMESPathError:
-            raise UsageError("the expression failed on this document") from None
+            text = evaluate(compiled, document, budget=limit, body_bytes=size)
+        except QueryFailed as exc:
+            raise UsageError(f"the expression failed on this document: {exc}") from None
+        except QueryLimit as exc:
+            over = exc.bound == "size"
+            return self._decide(
+                ref,
+                ReadOutcome.OVER_BUDGET,
+                limit,
+                answer_bytes=exc.size,
+                size=size,
+                reason=None if over else Reason.EVALUATION_LIMIT,
+                bound=exc.bound,
+            )
         except RecursionError:  # comparing or writing back values nested almost that deep
             raise _too_deep() from None
-        size = utf8_len(text)
-        if size > limit:
-            return self._decide(ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=size)
-        return self._decide(ref, result.outcome, limit, answer=text, span="query", masked=masked)
+        answer_size = utf8_len(text)
+        if answer_size > limit:
+            return self._decide(
+                ref, ReadOutcome.OVER_BUDGET, limit, answer_bytes=answer_size, size=size
+            )
+        return self._decide(
+            ref, result.outcome, limit, answer=text, span="query", size=size, masked=masked
+        )
 
     # -- passing references to tools -----------------------------------------------------
 

@@ -53,6 +53,7 @@ from cargohold._events import (
     record,
 )
 from cargohold._facade import ScopedStore
+from cargohold._query import MAX_DEPTH, QueryLimit, compile_expression
 from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome
 from cargohold._ref import Ref
 from cargohold._rehydrate import RehydrateResult, Rehydrator
@@ -625,9 +626,12 @@ def _refused(tool: str, ref: Ref, outcome: ReadOutcome, size: int | None) -> Too
 
 
 def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
+    if result.bound in ("steps", "depth", "time"):
+        return ToolAnswer(tool, result.outcome.value, _query_limit(tool, result), result.ref)
+    would = "more than " if result.bound == "size" else ""
     head = (
-        f"{tool}: over_budget: the answer would be {result.answer_bytes:,} bytes, over this "
-        f"call's budget of {result.budget:,} bytes; nothing was returned."
+        f"{tool}: over_budget: the answer would be {would}{result.answer_bytes:,} bytes, over "
+        f"this call's budget of {result.budget:,} bytes; nothing was returned."
     )
     if tool == "artifact_read" and result.fit is not None:
         offset, length = result.fit
@@ -653,6 +657,22 @@ def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
     )
     return ToolAnswer(
         tool, result.outcome.value, f"{head} {fix}{more}", result.ref, size=result.size
+    )
+
+
+def _query_limit(tool: str, result: RehydrateResult) -> str:
+    """An ``artifact_query`` stopped by its work, depth or time bound: why, and how to write it."""
+    what = {
+        "steps": "does more work on this document than a query may (it multiplies what it "
+        "works on: [@, @] or a flatten repeated, projections nested over such values, == or "
+        "contains on them)",
+        "depth": f"nests deeper than {MAX_DEPTH} levels (pipes and brackets)",
+        "time": "ran longer than a query may",
+    }[result.bound or "steps"]
+    return (
+        f"{tool}: over_budget: the expression {what}; it was stopped and nothing was returned. "
+        "Narrow it: filter and slice first (items[?status=='failed'] | [:20]), select the fields "
+        "you need, or count with length(...). A larger budget does not help."
     )
 
 
@@ -748,7 +768,12 @@ def _check_pattern(pattern: str) -> None:
 
 def _check_expression(expression: str) -> None:
     try:
-        jmespath.compile(expression)
+        compile_expression(expression)
+    except QueryLimit:  # the parser's own recursion
+        raise _Mistake(
+            f"expression nests deeper than the parser takes; write it with fewer nested "
+            f"brackets and parentheses (at most {MAX_DEPTH} levels)."
+        ) from None
     except jmespath.exceptions.ParseError as exc:
         where = exc.lex_position + 1 if isinstance(exc.lex_position, int) else None
         token = f" near {exc.token_value!r}" if exc.token_value not in (None, "") else ""
