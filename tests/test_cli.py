@@ -7,6 +7,7 @@ stdout, the exit status) is what it checks.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import json
 import os
@@ -207,7 +208,9 @@ def test_put_guesses_the_media_type_from_the_file_name(root: Path, tmp_path: Pat
         "orders.json": "application/json",
         "table.csv": "text/csv",
         "orders.json.gz": "application/gzip",
-        "no_suffix": "application/octet-stream",
+        "build.log": "text/plain",
+        "rows.ndjson": "application/x-ndjson",
+        "no_suffix": "text/plain",  # text bytes with a name that says nothing
     }
     seen = {}
     for index, name in enumerate(names):
@@ -217,6 +220,54 @@ def test_put_guesses_the_media_type_from_the_file_name(root: Path, tmp_path: Pat
         seen[name] = json_out(run(root, "show", ref, "--json"))["media_type"]
 
     assert seen == names
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+LOG = "".join(f"2026-11-29T02:00:{i % 60:02d}Z INFO step {i} ok\n" for i in range(200)).encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "args", "expected"),
+    [
+        ("x.log", LOG, ["--kind", "log"], "text/plain"),
+        ("-", LOG, ["--kind", "log"], "text/plain"),
+        ("-", b"id,total\n1,2.5\n2,3.0\n", ["--kind", "csv"], "text/csv"),
+        ("-", b"--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n", ["--kind", "diff"], "text/x-diff"),
+        ("-", b'[{"id": 1}, {"id": 2}]', [], "application/json"),
+        ("-", b'{"id": 1}\n{"id": 2}\n', [], "application/x-ndjson"),
+        ("-", b"[{'id': 1, 'name': None}]", ["--kind", "json"], "text/plain"),  # a repr
+        ("-", PNG, [], "image/png"),
+        ("-", PNG, ["--kind", "log"], "image/png"),  # the bytes are not the text it says
+        ("x.log", gzip.compress(LOG, mtime=0), ["--kind", "log"], "application/gzip"),
+        ("-", b"a line of plain text\n", [], "text/plain"),
+        ("-", BINARY, [], "application/octet-stream"),
+    ],
+)
+def test_put_stores_a_media_type_that_fits_the_file_its_kind_or_its_bytes(
+    root: Path, tmp_path: Path, name: str, data: bytes, args: list[str], expected: str
+) -> None:
+    if name != "-":
+        (tmp_path / name).write_bytes(data)
+    source = "-" if name == "-" else str(tmp_path / name)
+
+    ref = run(root, "put", source, *args, input=data if name == "-" else None).stdout.strip()
+
+    assert json_out(run(root, "show", ref, "--json"))["media_type"] == expected
+
+
+def test_ls_shows_the_kind_of_an_artifact_whose_producer_named_none(root: Path) -> None:
+    named = put(root, LOG, "--kind", "build log")
+    unnamed = [put(root, LOG + b"more\n"), put(root, b'[{"id": 1}]'), put(root, PNG)]
+
+    listed = {r["ref"]: r["kind"] for r in json_out(run(root, "ls", "--json"))}
+    table = run(root, "ls").stdout
+
+    assert listed[str(named)] == "build log"
+    for ref in unnamed:
+        shown = json_out(run(root, "show", str(ref), "--json"))["kind"]
+        assert shown is not None
+        assert listed[str(ref)] == shown
+        assert re.search(rf"^{re.escape(str(ref))} .* {re.escape(shown)} ", table, re.MULTILINE)
 
 
 def test_an_explicit_media_type_wins_over_the_guess(root: Path, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from cargohold.cli._context import App, fail_outcome, get_app
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
 from cargohold.cli._output import json_text, write_bytes
 from cargohold.cli._progress import ProgressBar
-from cargohold.cli._render import guess_media_type, human_bytes, record_fields
+from cargohold.cli._render import fitting_media_type, human_bytes, record_fields
 
 _LAZY_COMMANDS = {
     "db": "cargohold.cli._db",
@@ -161,8 +161,9 @@ def _read_input(handle: IO[bytes], limit: int) -> bytes:
 @click.option(
     "--media-type",
     metavar="TYPE/SUBTYPE",
-    help="Media type of the bytes. Default: guessed from FILE's name, else "
-    "application/octet-stream.",
+    help="Media type of the bytes. Default: from FILE's name; else, for text, from --kind "
+    "(log, csv, diff...) or what the bytes prove (JSON), else text/plain; for binary, its "
+    "format (PNG, PDF, gzip...), else application/octet-stream.",
 )
 @click.option("--kind", help="A short label of what the artifact is (json, log, diff...).")
 @click.option("--tool", help="Name of the tool that produced the bytes.")
@@ -214,8 +215,8 @@ def put(
         raise click.exceptions.Exit(
             int(ExitCode.USAGE if bad_argument else ExitCode.ERROR)
         ) from None
-    if media_type is None and file != "-":
-        media_type = guess_media_type(file)
+    if media_type is None:
+        media_type = fitting_media_type(data, name=None if file == "-" else file, kind=kind)
     result = app.scoped.put(
         data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
     )
@@ -384,13 +385,22 @@ def show(ref: str, as_json: bool) -> None:
 def list_(as_json: bool) -> None:
     """List this scope's artifacts, oldest first, marking expired ones.
 
+    The kind is the one the producer named, else the one a stub of the bytes states (as
+    `show` gives it).
+
     \b
     Examples:
       cargohold ls
       cargohold --session run-7 ls --json
     """
+    app = get_app()
     now = time.time()
-    records = [record_fields(r, now=now) for r in get_app().scoped.artifacts()]
+    records = []
+    for record in app.scoped.artifacts():
+        fields = record_fields(record, now=now)
+        if fields["kind"] is None and not fields["expired"]:
+            fields["kind"] = _stub_kind(app, record)  # as `show` states it
+        records.append(fields)
     if as_json:
         _echo_json(records)
         return

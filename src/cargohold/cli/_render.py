@@ -72,10 +72,80 @@ _COMPRESSED = {
 }
 
 
+_BY_SUFFIX = {
+    ".log": "text/plain",
+    ".out": "text/plain",
+    ".err": "text/plain",
+    ".txt": "text/plain",
+    ".json": "application/json",
+    ".jsonl": "application/x-ndjson",
+    ".ndjson": "application/x-ndjson",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".diff": "text/x-diff",
+    ".patch": "text/x-diff",
+    ".md": "text/markdown",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".py": "text/x-python",
+    ".ts": "text/x-typescript",
+    ".rs": "text/x-rust",
+    ".go": "text/x-go",
+}
+"""Suffixes of tool output whose type the host's mime.types names wrongly or not at all (``.log``
+is unknown to Python; ``.ts`` is a Qt translation and ``.rs`` an XML format on many hosts)."""
+
+_BY_KIND = {
+    "log": "text/plain",
+    "text": "text/plain",
+    "csv": "text/csv",
+    "tsv": "text/tab-separated-values",
+    "diff": "text/x-diff",
+    "patch": "text/x-diff",
+    "markdown": "text/markdown",
+    "html": "text/html",
+    "xml": "application/xml",
+    "yaml": "application/yaml",
+}
+"""``put --kind`` labels that name a text format its bytes cannot prove. JSON is not here: the
+bytes prove it or not (a Python ``repr`` is not JSON, whatever its label)."""
+
+
 def guess_media_type(name: str) -> str | None:
     """The media type a file name suggests, naming the bytes as stored (gzip, not JSON)."""
-    media_type, encoding = mimetypes.guess_type(name, strict=False)
+    lowered = name.lower()
+    media_type, encoding = mimetypes.guess_type(lowered, strict=False)
     if encoding is not None:
         # `report.json.gz` holds gzip bytes, not JSON: the media type names the bytes stored.
         return _COMPRESSED.get(encoding, "application/octet-stream")
-    return media_type
+    dot = lowered.rfind(".")
+    return _BY_SUFFIX.get(lowered[dot:], media_type) if dot > lowered.rfind("/") else media_type
+
+
+def fitting_media_type(data: bytes, *, name: str | None, kind: str | None) -> str:
+    """The media type ``put`` stores for bytes given no ``--media-type``.
+
+    In order: the file's name (unless it claims text and the bytes are not: a ``.log`` that
+    holds gzip); for bytes that are not text, their magic number; for text, a ``--kind`` that
+    names a text format (``log``, ``csv``, ``diff``...), else what the bytes prove (JSON,
+    NDJSON), else ``text/plain``. ``application/octet-stream`` only for binary of no known
+    format.
+
+    The sniffer (:func:`cargohold.projection.sniff_media_type`) is imported only when the name
+    says nothing: it costs a put a quarter of a second of imports.
+    """
+    from cargohold._text import looks_textual  # already loaded by the store
+
+    textual = looks_textual(data)
+    guessed = guess_media_type(name) if name is not None else None
+    if guessed is not None and (textual or not guessed.startswith("text/")):
+        return guessed
+    if textual and kind is not None and kind.strip().lower() in _BY_KIND:
+        return _BY_KIND[kind.strip().lower()]
+    from cargohold.projection import sniff_media_type
+
+    sniffed = sniff_media_type(data)
+    if sniffed is not None:
+        return sniffed
+    return "text/plain" if textual and data else "application/octet-stream"
