@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _require import require
-from cargohold import GuardOutcome, UsageError
+from cargohold import GuardOutcome, Operation, Reason, Reporter, UsageError
+from cargohold.cli._context import default_events_path
 from cargohold.guard import (
     ContextLeakError,
     ContextWindowExceededError,
@@ -22,7 +25,8 @@ from cargohold.guard import (
     guard_anthropic,
     guard_openai,
 )
-from guard_fixtures import raw, reporter, stub
+from cargohold.guard import _log as guard_log
+from guard_fixtures import CANARY, raw, reporter, stub
 
 openai = require("openai", "openai")
 anthropic = require("anthropic", "anthropic")
@@ -434,3 +438,54 @@ def test_async_anthropic_batches_and_count_tokens_are_guarded() -> None:
 
     asyncio.run(scenario())
     assert len(handler.requests) == 1
+
+
+# -- a bare wrapper reports to the configured events log ---------------------------------------
+
+
+def _logged(path: Path) -> list[tuple[object, object, object]]:
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(e["operation"], e["outcome"], e["reason"]) for e in events]
+
+
+LEAK_LOGGED = (
+    Operation.GUARD.value,
+    GuardOutcome.CONTEXT_LEAK.value,
+    Reason.RAW_HEAVY_CONTENT.value,
+)
+
+
+def test_a_leak_stopped_by_a_bare_guarded_client_goes_to_the_configured_events_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "logs" / "events.jsonl"
+    monkeypatch.setenv("CARGOHOLD_EVENTS_LOG", str(log))
+    handler = Recorder()
+    client = guard_openai(openai_client(handler))
+    with pytest.raises(ContextLeakError) as caught:
+        client.chat.completions.create(model="gpt-4o", messages=LEAKY_CHAT)
+    assert handler.requests == []
+    assert _logged(log) == [LEAK_LOGGED]
+    assert json.loads(log.read_text())["sequence"] == caught.value.event.sequence
+    assert CANARY not in log.read_text()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_a_bare_guard_logs_to_the_default_events_log_when_none_is_configured() -> None:
+    handler = Recorder()
+    client = guard_anthropic(anthropic_client(handler))
+    with pytest.raises(ContextLeakError):
+        client.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=LEAKY_MESSAGES)
+    assert _logged(default_events_path()) == [LEAK_LOGGED]
+
+
+def test_the_guards_default_events_log_is_the_clis() -> None:
+    assert guard_log.default_events_path() == default_events_path()
+
+
+def test_a_guard_given_a_reporter_without_sinks_logs_nothing(tmp_path: Path) -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler), reporter=Reporter())
+    with pytest.raises(ContextLeakError):
+        client.chat.completions.create(model="gpt-4o", messages=LEAKY_CHAT)
+    assert not default_events_path().exists()

@@ -24,6 +24,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cargohold._errors import CargoholdError, UsageError
@@ -55,6 +56,7 @@ from cargohold.guard._formats import (
     walk_openai_completions,
     walk_openai_responses,
 )
+from cargohold.guard._log import AGENT_ID, EventsLogSink, events_path
 from cargohold.guard._models import window_for
 from cargohold.guard._walk import Walker
 
@@ -171,7 +173,9 @@ class Guard:
             request names the tool of each result through its call).
         margin: Tokens kept free below the model's window.
         windows: Model-name prefix -> context window, consulted before the built-in table.
-        reporter: Where the guard's failure events go; ``None`` reports nothing.
+        reporter: Where the guard's events go. ``None``: the configured events log
+            (``events_log``; by default ``events.jsonl`` in the user's state directory), where
+            the CLI logs every decision. ``Reporter()`` with no sinks reports nothing.
         estimate_band: ``(low, high)`` bounds of real/estimated tokens; the estimate decides
             outside them, the real tokenizer inside.
         strict_window: Refuse a request whose model has no known window (or that names no
@@ -201,6 +205,7 @@ class Guard:
         strict_window: bool = False,
         key: bytes | Callable[[], bytes] | None = None,
     ) -> None:
+        log: Path | None = None  # the configured events log; read at the first event if unknown
         if threshold is None or tool_thresholds is None or margin is None or windows is None:
             from cargohold._config import load_settings  # what was not given is configured
 
@@ -210,6 +215,9 @@ class Guard:
                 tool_thresholds = settings.tool_thresholds
             margin = settings.window_margin if margin is None else margin
             windows = settings.model_windows if windows is None else windows
+            log = events_path(settings.events_log)
+        if reporter is None:  # the configured events log, where the CLI logs every decision
+            reporter = Reporter([EventsLogSink(log)], agent_id=AGENT_ID)
         self._threshold = _positive("threshold", threshold)
         self._tool_thresholds = {
             _tool(name): _positive("a tool threshold", value)
@@ -269,8 +277,8 @@ class Guard:
         return self._strict
 
     @property
-    def reporter(self) -> Reporter | None:
-        """Where failure events go."""
+    def reporter(self) -> Reporter:
+        """Where the guard's events go (the configured events log when none was given)."""
         return self._reporter
 
     def window_for(self, model: str) -> int | None:
@@ -351,22 +359,21 @@ class Guard:
             decided = Decision.SKIPPED
         elif model is None or window is None:
             decided = Decision.UNKNOWN_MODEL
-            if self._strict or self._reporter is not None:
-                event = record(
-                    self._reporter,
-                    Operation.GUARD,
-                    GuardOutcome.CONTEXT_WINDOW_UNKNOWN
-                    if self._strict
-                    else GuardOutcome.CONTEXT_WINDOW_UNCHECKED,
-                    ContentKind.REQUEST,
-                    Reason.UNKNOWN_MODEL,
-                    observed_bytes=walker.request_bytes,
-                    limit_bytes=0,
-                    ref=None,
-                    estimated_tokens=estimated,
-                )
-                if self._strict:
-                    raise ContextWindowUnknownError(model=model, event=event)
+            event = record(
+                self._reporter,
+                Operation.GUARD,
+                GuardOutcome.CONTEXT_WINDOW_UNKNOWN
+                if self._strict
+                else GuardOutcome.CONTEXT_WINDOW_UNCHECKED,
+                ContentKind.REQUEST,
+                Reason.UNKNOWN_MODEL,
+                observed_bytes=walker.request_bytes,
+                limit_bytes=0,
+                ref=None,
+                estimated_tokens=estimated,
+            )
+            if self._strict:
+                raise ContextWindowUnknownError(model=model, event=event)
         else:
             allowed = window - self._margin
             if allowed < 1:
