@@ -248,6 +248,76 @@ def test_a_small_text_result_reaches_the_model_unchanged(
     assert (event.outcome, event.tool, event.ref) == ("inline", "greet", None)
 
 
+def _fake_key_id(seed: int) -> str:
+    """An AWS access key id shape from random letters (never a real key)."""
+    import random
+    import string
+
+    return "AKIA" + "".join(random.Random(seed).choices(string.ascii_uppercase, k=16))
+
+
+def test_a_small_result_holding_a_credential_reaches_the_model_redacted(
+    cargo: AgentsAdapter, sink: ListSink
+) -> None:
+    key = _fake_key_id(1)
+
+    @function_tool
+    def show_env() -> str:
+        """The environment."""
+        return f"REGION=eu-west-1\nAWS_ACCESS_KEY_ID={key}\nDEBUG=0\n"
+
+    model = ScriptedModel(
+        [[function_call("show_env", {}, call_id="e-1")], [assistant_message("ok")]]
+    )
+
+    _run(
+        Agent(name="a", model=model, tools=cargo.wrap_tools([show_env])),
+        "?",
+        run_config=_config(cargo),
+    )
+
+    assert _outputs(model.calls[1]) == [
+        "REGION=eu-west-1\nAWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\nDEBUG=0\n"
+    ]
+    assert key not in json.dumps(model.calls[1].input, default=str)
+    (event,) = [e for e in sink.events if e.operation == "offload"]
+    assert (event.outcome, event.reason) == ("inline", "credential_redacted")
+
+
+def test_a_small_credential_in_a_hosted_mcp_result_is_redacted_by_the_input_filter(
+    cargo: AgentsAdapter,
+) -> None:
+    key = _fake_key_id(2)
+    hosted = McpCall(
+        id="mcp-1",
+        type="mcp_call",
+        name="read_env",
+        server_label="ops",
+        arguments="{}",
+        output=f"AWS_ACCESS_KEY_ID={key}\n",
+        status="completed",
+    )
+
+    @function_tool
+    def note() -> str:
+        """A note."""
+        return "noted"
+
+    model = ScriptedModel(
+        [[hosted, function_call("note", {}, call_id="n-1")], [assistant_message("done")]]
+    )
+
+    _run(
+        Agent(name="a", model=model, tools=cargo.wrap_tools([note])),
+        "go",
+        run_config=_config(cargo),
+    )
+
+    (mcp_item,) = [i for i in model.calls[1].input if i.get("type") == "mcp_call"]
+    assert mcp_item["output"] == "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+    assert key not in json.dumps(model.calls[1].input, default=str)
+
+
 def test_a_small_dict_reaches_the_model_as_its_compact_json_not_its_repr(
     cargo: AgentsAdapter,
 ) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from cargohold._errors import StoreError
 from cargohold._events import OffloadOutcome
+from cargohold._secrets import find_secrets
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import MARKER, parse_stub
@@ -104,12 +105,18 @@ class ToolOutputs:
         return 0
 
     async def text(self, text: str, tool: str | None) -> str:
-        """What enters the conversation for ``text``: itself, or its stub (or the bounded notice
-        of a refusal or a store failure, never the raw text)."""
-        if not self._producer and (utf8_len(text) < self.threshold(tool) or self.genuine(text)):
-            return text
+        """What enters the conversation for ``text``: itself, its redacted copy (credentials
+        replaced by markers, under the default secrets policy), or its stub (or the bounded
+        notice of a refusal or a store failure, never the raw text)."""
+        if not self._producer:
+            if self.genuine(text):
+                return text
+            # The net decides on a light text only when it holds a credential: the secrets
+            # policy is the same for every size (one scan, about 2 ms per MiB).
+            if utf8_len(text) < self.threshold(tool) and not _holds_credential(text):
+                return text
         decided = await self._hold.aoffload(text, tool=tool)
-        return text if decided.outcome is OffloadOutcome.INLINE else decided.text
+        return str(decided.value_for(text))
 
     async def data(self, value: object, tool: str | None) -> str:
         """What enters the conversation for a value that is not text: its stub, or, below the
@@ -178,13 +185,16 @@ class ToolOutputs:
         all of them once the result adds up to the threshold. The text parts are one decision:
         one part's text exactly, several joined by newlines, replaced by one stub part.
         """
-        if not self._producer and self.raw_size(parts) < self.threshold(tool):
+        light = not self._producer and self.raw_size(parts) < self.threshold(tool)
+        if light and not any(
+            _holds_credential(str(part["text"])) for part in parts if _is_text_part(part)
+        ):
             return None
         result = list(parts)
         stored: set[int] = set()
         for index, part in enumerate(parts):
             payload = _payload_of(part)
-            if payload is None:
+            if payload is None or light:  # light: only its credentials are acted on
                 continue
             stub = await self.payload(payload, tool, media_type=None, force=not self._producer)
             if stub is not None:
@@ -199,7 +209,11 @@ class ToolOutputs:
         if texts:
             pieces = [str(result[index]["text"]) for index in texts]
             joined = pieces[0] if len(pieces) == 1 else "\n".join(pieces)
-            if self._producer or self.raw_size(result) >= self.threshold(tool):
+            if (
+                self._producer
+                or self.raw_size(result) >= self.threshold(tool)
+                or _holds_credential(joined)
+            ):
                 replaced = await self.text(joined, tool)
                 if replaced is not joined:
                     result[texts[0]] = {"type": "input_text", "text": replaced}
@@ -207,6 +221,10 @@ class ToolOutputs:
                         del result[index]
                     changed = True
         return result if changed else None
+
+
+def _holds_credential(text: str) -> bool:
+    return bool(find_secrets(text.encode("utf-8", "surrogatepass")))
 
 
 async def offload_items(
