@@ -297,6 +297,43 @@ def test_a_bad_pattern_or_expression_is_refused_with_what_the_read_tool_says(
     assert answer.text.endswith(f": {said}")  # the tool's explanation, whole
 
 
+@pytest.mark.parametrize(
+    ("expression", "named"),
+    [("length([0].id)", "length()"), ("sum([*].status)", "sum()"), ("abs(@)", "abs()")],
+)
+def test_a_query_that_fails_on_the_document_names_the_function_and_the_types(
+    root: Path, expression: str, named: str
+) -> None:
+    ref = offloaded_ref(root, ORDERS)
+
+    result = run(root, "query", ref, expression)
+    with cargohold.open(str(root), tenant=TENANT, user=USER, session=SESSION) as hold:
+        answer = hold.call_tool("artifact_query", {"ref": ref, "expression": expression})
+    said = result.stderr.removeprefix("cargohold: error: ").rstrip("\n")
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert named in said  # the function that failed: the message is the behaviour here
+    assert said in answer.text  # what the read tool tells a model, no less
+
+
+def test_a_query_stopped_by_its_work_bound_says_narrow_it_not_raise_the_budget(
+    root: Path,
+) -> None:
+    ref = offloaded_ref(root, ORDERS)
+    doubling = "length([*]" + ".[@, @][]" * 30 + ")"  # a small answer, after 2**30 steps
+
+    result = run(root, "query", ref, doubling, "--json")
+    plain = run(root, "query", ref, doubling)
+
+    data = json.loads(result.stdout)
+    assert result.exit_code == plain.exit_code == ExitCode.OVER_BUDGET
+    assert data["reason"] == "evaluation_limit"
+    assert plain.stdout == ""
+    assert len(plain.stderr.splitlines()) == 1
+    assert "--budget" not in plain.stderr  # a larger budget would not help
+
+
 def test_query_evaluates_jmespath_on_a_json_artifact(root: Path) -> None:
     ref = offloaded_ref(root, ORDERS)
 

@@ -437,13 +437,16 @@ class Offloader:
             outcome, reason = OffloadOutcome.FAILED, Reason.STORE_UNAVAILABLE
         else:
             outcome, reason = OffloadOutcome.FAILED, Reason.STORE_ERROR
-        notice = render_notice(
-            outcome=outcome.value,
-            reason=reason.value,
-            size=size,
-            media_type=media_type,
-            tool=tool,
-        )
+        if isinstance(exc, LimitExceededError) and exc.setting and exc.limit is not None:
+            notice = _limit_notice(exc.setting, exc.limit, reason, size, media_type, tool)
+        else:
+            notice = render_notice(
+                outcome=outcome.value,
+                reason=reason.value,
+                size=size,
+                media_type=media_type,
+                tool=tool,
+            )
         event = self._event(
             outcome,
             reason,
@@ -531,6 +534,38 @@ class Offloader:
             context_bytes=context_bytes,
             estimated_tokens=tokens,
         )
+
+
+_QUOTAS = {
+    "artifact_too_large": ("the limit per artifact", "bytes"),
+    "session_bytes": ("this session's quota", "bytes"),
+    "session_objects": ("this session's quota", "artifacts"),
+    "store_bytes": ("the store's quota", "bytes"),
+    "store_objects": ("the store's quota", "artifacts"),
+}
+"""What each limit is, for the notice: its name and unit."""
+
+
+def _limit_notice(
+    setting: str, limit: int, reason: Reason, size: int, media_type: str, tool: str | None
+) -> str:
+    """The bounded notice for a result refused by a store limit: the result's real size, the
+    limit, and the setting that raises it (never "retry later": the same call meets the same
+    limit). Well under 1 KiB."""
+    source = f"tool {tool}" if tool else "a tool"
+    what, unit = _QUOTAS.get(reason.value, ("a store limit", "bytes"))
+    advice = (
+        "Narrow the call so that it returns less"
+        if reason is Reason.ARTIFACT_TOO_LARGE
+        else "Let older artifacts expire (`cargohold gc` removes expired ones)"
+    )
+    return (
+        f"{MARKER} withheld (rejected: {reason.value}): {source} returned {size:,} bytes of "
+        f"{media_type}, over {what} of {limit:,} {unit} ({setting}); the raw output is not "
+        "in this context.\n"
+        f"Nothing can be read back from this result. {advice}, or raise {setting} "
+        f"(cargohold.toml or CARGOHOLD_{setting.upper()})."
+    )
 
 
 def _credential_notice(

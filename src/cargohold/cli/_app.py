@@ -395,7 +395,7 @@ def list_(as_json: bool) -> None:
     """
     app = get_app()
     now = time.time()
-    records = []
+    records: list[dict[str, Any]] = []
     for record in app.scoped.artifacts():
         fields = record_fields(record, now=now)
         if fields["kind"] is None and not fields["expired"]:
@@ -421,9 +421,9 @@ def list_(as_json: bool) -> None:
     header = ["REF", "SIZE", "MEDIA TYPE", "KIND", "TOOL", "EXPIRES"]
     widths = [max(len(row[i]) for row in [header, *columns]) for i in range(len(header))]
     click.echo(click.style(_row(header, widths), bold=True))
-    for record, row in zip(records, columns, strict=True):
+    for fields, row in zip(records, columns, strict=True):
         line = _row(row, widths)
-        if record["expired"]:
+        if fields["expired"]:
             line += "  " + click.style("expired", fg="red")
         click.echo(line)
 

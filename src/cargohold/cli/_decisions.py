@@ -60,8 +60,15 @@ def _fits(result: RehydrateResult, lines: bool) -> list[str] | None:
 
 
 def _over_budget_line(result: RehydrateResult, fits: list[str] | None, remedy: str) -> str:
+    if result.bound in ("steps", "depth", "time"):
+        # The query's own work bound: the read tool's explanation, since a budget cannot help.
+        from cargohold._tools import _query_limit
+
+        why = _query_limit("query", result).removeprefix("query: over_budget: ")
+        return f"cargohold: error: over budget ({result.reason.value}): {why}"
+    would = "more than " if result.bound == "size" else ""  # stopped while it grew
     line = (
-        f"cargohold: error: over budget ({result.answer_bytes:,} bytes > budget "
+        f"cargohold: error: over budget ({would}{result.answer_bytes:,} bytes > budget "
         f"{result.budget:,}); "
     )
     if fits is not None:
