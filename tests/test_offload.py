@@ -15,6 +15,7 @@ from cargohold import (
     Budget,
     ConfigError,
     ContentKind,
+    LimitExceededError,
     Limits,
     ListSink,
     LocalStore,
@@ -508,6 +509,48 @@ def test_content_over_the_artifact_limit_is_rejected_with_a_bounded_notice() -> 
     _assert_withheld(result, body)
     assert result.event.observed_bytes == 10 * KiB
     assert scoped.store.store_usage() == Usage(0, 0)
+
+
+def test_the_notice_of_a_result_over_the_artifact_limit_names_its_size_limit_and_setting() -> None:
+    # It said "16,777,217 bytes ... retry later" for a 27 MB result: no size, no way out.
+    scoped = ScopedStore(MemoryStore(limits=Limits(max_artifact_bytes=4 * KiB)), OWNER)
+    body = _log_text(10 * KiB, word="oversized")
+
+    notice = Offloader(scoped, threshold=1000).offload(body, tool="dump").text
+
+    # The notice is the behaviour: the real size, the limit, the setting that raises it.
+    assert "returned 10,240 bytes" in notice
+    assert "4,096 bytes (max_artifact_bytes)" in notice
+    assert "CARGOHOLD_MAX_ARTIFACT_BYTES" in notice
+    assert "retry" not in notice.lower()  # the same call meets the same limit
+    assert len(notice.encode()) < 1024
+
+
+def test_a_put_over_the_artifact_limit_names_the_real_size_the_limit_and_the_setting() -> None:
+    scoped = ScopedStore(MemoryStore(limits=Limits(max_artifact_bytes=4 * KiB)), OWNER)
+
+    with pytest.raises(LimitExceededError) as raised:
+        scoped.put(b"x" * 27_000)
+
+    assert (raised.value.reason, raised.value.setting, raised.value.limit) == (
+        "artifact_too_large",
+        "max_artifact_bytes",
+        4096,
+    )
+    assert "27,000 bytes" in str(raised.value)
+    assert "4,096-byte limit" in str(raised.value)
+    assert "max_artifact_bytes" in str(raised.value)
+
+
+def test_the_notice_of_a_result_over_a_session_quota_names_the_quota_and_its_setting() -> None:
+    scoped = ScopedStore(MemoryStore(limits=Limits(session_objects=1)), OWNER)
+    offloader = Offloader(scoped, threshold=1000)
+    offloader.offload(_log_text(2000, word="firstresult"))
+
+    notice = offloader.offload(_log_text(2000, word="secondresult")).text
+
+    assert "quota of 1 artifacts (session_objects)" in notice
+    assert "retry" not in notice.lower()
 
 
 def test_content_over_the_session_quota_is_rejected_and_keeps_what_was_stored() -> None:

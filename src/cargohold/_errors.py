@@ -89,9 +89,23 @@ class RejectedError(CargoholdError):
 
 
 class LimitExceededError(RejectedError):
-    """A write over the per-artifact size, a session quota or the store quota."""
+    """A write over the per-artifact size, a session quota or the store quota.
+
+    Attributes:
+        reason: The limit's stable code (``artifact_too_large``, ``session_bytes``...).
+        setting: The configuration key that raises the limit (``max_artifact_bytes``,
+            ``session_bytes``...), when the limit is one; ``None`` otherwise.
+        limit: The limit's value (bytes or objects), when known.
+    """
 
     code = "limit_exceeded"
+
+    def __init__(
+        self, message: str, *, reason: str, setting: str | None = None, limit: int | None = None
+    ) -> None:
+        super().__init__(message, reason=reason)
+        self.setting = setting
+        self.limit = limit
 
 
 class SensitivityRefusedError(RejectedError):

@@ -120,39 +120,63 @@ class Limits:
         return float(ttl)
 
     def check_artifact(self, size: int) -> None:
-        """Refuse a single artifact over the per-artifact limit."""
+        """Refuse a single artifact over the per-artifact limit.
+
+        The message gives the real size, the limit and the setting that raises it (a surface
+        that reads only up to the limit learns the real size first and calls this with it).
+        """
         if size > self.max_artifact_bytes:
             raise LimitExceededError(
-                f"artifact of {size} bytes is over the {self.max_artifact_bytes}-byte limit",
+                f"artifact of {size:,} bytes is over the {self.max_artifact_bytes:,}-byte limit "
+                f"per artifact ({_raise_it('max_artifact_bytes')})",
                 reason="artifact_too_large",
+                setting="max_artifact_bytes",
+                limit=self.max_artifact_bytes,
             )
 
     def check_session(self, objects: int, size: int, new_size: int) -> None:
         """Refuse a new artifact that would put a session over its quota."""
         if objects + 1 > self.session_objects:
             raise LimitExceededError(
-                f"session holds {objects} artifacts, the limit is {self.session_objects}",
+                f"session holds {objects:,} artifacts, the limit is {self.session_objects:,} "
+                f"({_raise_it('session_objects')})",
                 reason="session_objects",
+                setting="session_objects",
+                limit=self.session_objects,
             )
         if size + new_size > self.session_bytes:
             raise LimitExceededError(
-                f"session would hold {size + new_size} bytes, the limit is {self.session_bytes}",
+                f"session would hold {size + new_size:,} bytes, the limit is "
+                f"{self.session_bytes:,} ({_raise_it('session_bytes')})",
                 reason="session_bytes",
+                setting="session_bytes",
+                limit=self.session_bytes,
             )
 
     def check_store(self, objects: int, size: int, new_size: int) -> None:
         """Refuse a new blob that would put the store over its quota."""
-        hint = " (expired artifacts count until `cargohold gc`)"
+        hint = "; expired artifacts count until `cargohold gc`"
         if objects + 1 > self.store_objects:
             raise LimitExceededError(
-                f"store holds {objects} blobs, the limit is {self.store_objects}{hint}",
+                f"store holds {objects:,} blobs, the limit is {self.store_objects:,} "
+                f"({_raise_it('store_objects')}{hint})",
                 reason="store_objects",
+                setting="store_objects",
+                limit=self.store_objects,
             )
         if size + new_size > self.store_bytes:
             raise LimitExceededError(
-                f"store would hold {size + new_size} bytes, the limit is {self.store_bytes}{hint}",
+                f"store would hold {size + new_size:,} bytes, the limit is "
+                f"{self.store_bytes:,} ({_raise_it('store_bytes')}{hint})",
                 reason="store_bytes",
+                setting="store_bytes",
+                limit=self.store_bytes,
             )
+
+
+def _raise_it(setting: str) -> str:
+    """Where a limit is raised: its configuration key and its variable."""
+    return f"raise it with {setting} in cargohold.toml or CARGOHOLD_{setting.upper()}"
 
 
 def check_sensitivity(sensitivity: Sensitivity | str) -> Sensitivity:
