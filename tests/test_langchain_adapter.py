@@ -268,6 +268,66 @@ def test_a_result_of_a_tool_class_is_offloaded_from_the_message_langchain_made(
     assert str(model.received[1][-1].content).startswith(f"[cargohold] {ref_of(report.encode())}")
 
 
+def _fake_key_id(seed: int) -> str:
+    """An AWS access key id shape from random letters (never a real key)."""
+    import random
+    import string
+
+    return "AKIA" + "".join(random.Random(seed).choices(string.ascii_uppercase, k=16))
+
+
+def test_a_small_result_holding_a_credential_reaches_the_model_redacted(
+    hold: cargohold.Hold, sink: ListSink
+) -> None:
+    key = _fake_key_id(1)
+
+    @tool
+    def show_env() -> str:
+        """The environment."""
+        return f"REGION=eu-west-1\nAWS_ACCESS_KEY_ID={key}\n"
+
+    model = scripted(call("show_env", "c1"), AIMessage("done"))
+    agent = create_agent(model, tools=[show_env], middleware=[CargoholdMiddleware(hold)])
+
+    agent.invoke({"messages": [HumanMessage("env?")]}, thread("t-env"))
+
+    assert model.received[1][-1].content == (
+        "REGION=eu-west-1\nAWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+    )
+    offloads = [e for e in sink.events if e.operation == "offload"]
+    assert [(e.outcome, e.reason) for e in offloads] == [("inline", "credential_redacted")]
+
+
+@pytest.mark.parametrize("shape", ["tool class", "command"])
+def test_a_small_credential_in_a_message_langchain_made_reaches_the_model_redacted(
+    hold: cargohold.Hold, shape: str
+) -> None:
+    key = _fake_key_id(2)
+    text = f"deploying with AWS_ACCESS_KEY_ID={key}"
+
+    class ShowEnv(BaseTool):
+        name: str = "show_env"
+        description: str = "The environment."
+
+        def _run(self, *args: Any, **kwargs: Any) -> str:
+            return text
+
+    @tool("show_env")
+    def show_env_command(runtime: ToolRuntime) -> Command[Any]:
+        """The environment."""
+        return Command(update={"messages": [ToolMessage(text, tool_call_id=runtime.tool_call_id)]})
+
+    chosen: Any = ShowEnv() if shape == "tool class" else show_env_command
+    model = scripted(call("show_env", "c1"), AIMessage("done"))
+    agent = create_agent(model, tools=[chosen], middleware=[CargoholdMiddleware(hold)])
+
+    agent.invoke({"messages": [HumanMessage("env?")]}, thread("t-env-" + shape[:4]))
+
+    content = str(model.received[1][-1].content)
+    assert content == "deploying with AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]"
+    assert all(key not in str(m.content) for m in model.received[1])
+
+
 def test_a_base64_image_block_is_stored_as_its_own_bytes(hold: cargohold.Hold) -> None:
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 200
 

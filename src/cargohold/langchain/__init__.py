@@ -415,7 +415,10 @@ def _tool_name(message: ToolMessage, request: ToolCallRequest) -> str:
 
 
 def _settle(settled: dict[int, ToolMessage], message: ToolMessage, decision: OffloadResult) -> None:
-    if decision.outcome not in _UNCHANGED:  # inline and recovered content stay as LangChain made
+    # Inline and recovered content stay as LangChain made them, unless credentials were
+    # redacted from it: then the redacted copy replaces the content (the text or, for blocks,
+    # their JSON with the markers in place).
+    if decision.outcome not in _UNCHANGED or decision.redacted:
         settled[id(message)] = message.model_copy(update={"content": decision.text})
 
 
