@@ -619,6 +619,87 @@ def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[st
         assert answer.content is None
 
 
+# -- what a model may send: every call is an answer, within its bounds --------------------------
+
+
+def test_a_lone_surrogate_pattern_is_answered_with_its_fix(hold: Hold) -> None:
+    ref = put(hold, LOG, "text/plain")
+
+    answer = hold.call_tool("artifact_grep", json.dumps({"ref": ref, "pattern": "\udcff"}))
+
+    assert answer.outcome == "invalid_arguments"
+    assert "\\udcff" in answer.text
+    assert "character 1" in answer.text
+    answer.text.encode("utf-8")  # sendable over any transport
+
+
+def test_a_query_on_a_number_of_a_million_digits_is_answered_with_the_tools_that_read_it(
+    hold: Hold,
+) -> None:
+    ref = put(hold, b'{"n": ' + b"9" * 1_000_000 + b"}", "application/json")
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": "n"})
+
+    assert answer.outcome == "invalid_arguments"
+    assert "digits" in answer.text
+    assert "artifact_grep" in answer.text
+
+
+def test_a_query_answer_holding_a_lone_surrogate_is_sent_escaped(hold: Hold) -> None:
+    ref = put(hold, b'{"key": "a\\udcffb"}', "application/json")
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": "key"})
+
+    assert answer.outcome == "resolved"
+    assert answer.content == '"a\\udcffb"'
+    assert json.loads(answer.content) == "a\udcffb"
+    answer.text.encode("utf-8")
+
+
+def test_an_unknown_tool_name_of_any_length_is_echoed_bounded(hold: Hold) -> None:
+    answer = hold.call_tool("x" * 100_000 + "\udcff", {})
+
+    assert answer.outcome == "invalid_arguments"
+    assert len(answer.text) < 1_000
+    assert len(json.dumps(answer.structured())) < 1_000
+    assert "artifact_read" in answer.text
+    answer.text.encode("utf-8")
+
+
+_NAMES = [*TOOL_NAMES, "artifact_reed"]
+_KEYS = ["ref", "offset", "length", "budget", "start_line", "end_line", "pattern"]
+_KEYS += ["ignore_case", "max_matches", "expression", "edits", "json_patch"]
+_TEXTS = st.text(max_size=20) | st.sampled_from(["\udcff", "a\udcffb", "(", "[*]", "x" * 3000])
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats() | _TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXTS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(_NAMES), data=st.data())
+def test_whatever_arguments_a_model_sends_the_call_is_answered_and_sendable(
+    name: str, data: st.DataObject
+) -> None:
+    with open_hold() as hold:
+        refs = [put(hold, DOC, "application/json"), put(hold, LOG), put(hold, b"\x89PNG\0\xff")]
+        values = _VALUES | st.sampled_from(refs)
+        arguments = data.draw(st.dictionaries(st.sampled_from(_KEYS) | _TEXTS, values, max_size=5))
+        if data.draw(st.booleans()):
+            arguments["ref"] = data.draw(st.sampled_from(refs))
+        answer = hold.call_tool(name, arguments)
+    assert isinstance(answer, ToolAnswer)
+    answer.text.encode("utf-8")  # strict: no lone surrogate, so any transport can send it
+    json.dumps(answer.structured()).encode("utf-8")
+    asked = arguments.get("budget")
+    if isinstance(asked, float) and asked.is_integer():
+        asked = int(asked)
+    valid = isinstance(asked, int) and not isinstance(asked, bool) and 0 < asked <= 1 << 20
+    limit = asked if valid else BUDGET
+    assert utf8_len(answer.text) <= limit + 400  # the budget, and the segment's marker lines
+
+
 # -- artifact_query: bounded while it runs ----------------------------------------------------
 
 # About 45 KB of JSON records, as in the audit that found the doubling expression.

@@ -423,6 +423,11 @@ class Rehydrator:
         limit = self._budget(budget)
         if not isinstance(pattern, str) or not pattern or len(pattern) > 1000:
             raise UsageError("pattern must be a non-empty string of at most 1000 characters")
+        if not _is_text(pattern):
+            raise UsageError(
+                "pattern holds a lone surrogate (half of a UTF-16 pair, no character): "
+                "nothing can match it; give the pattern as text"
+            )
         if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
             raise UsageError("max_matches must be a positive integer")
         try:
@@ -521,6 +526,8 @@ class Rehydrator:
             )
         except RecursionError:  # comparing or writing back values nested almost that deep
             raise _too_deep() from None
+        if not _is_text(text):  # a lone surrogate the body spelled "\udcff": keep it escaped
+            text = json.dumps(json.loads(text), separators=(",", ":"))
         answer_size = utf8_len(text)
         if answer_size > limit:
             return self._decide(
@@ -598,6 +605,15 @@ def _masked(result: ReadResult) -> ReadResult:
     if not findings:
         return result
     return dataclasses.replace(result, data=mask_secrets(result.data, findings))
+
+
+def _is_text(text: str) -> bool:
+    """Whether ``text`` is text: no lone surrogate, so it encodes as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _too_deep() -> UsageError:

@@ -268,9 +268,10 @@ class ReadToolset:
         to fix the call. Store failures (the store is down) still raise: they are not the
         model's to fix.
         """
-        handler = self._handlers.get(name)
+        handler = self._handlers.get(name) if isinstance(name, str) else None
         if handler is None:
-            return _mistake(name, f"there is no tool {name!r}; use one of {', '.join(TOOL_NAMES)}.")
+            shown = _shown(name)
+            return _mistake(shown, f"there is no tool {shown}; use one of {', '.join(TOOL_NAMES)}.")
         try:
             args = _arguments(name, arguments)
             return handler(args)
@@ -333,6 +334,7 @@ class ReadToolset:
         if not isinstance(ignore_case, bool):
             raise _Mistake("ignore_case must be true or false.")
         max_matches = _int(args, "max_matches", 100, minimum=1)
+        _check_text(pattern, "pattern")
         _check_pattern(pattern)
         result = self._reader.grep(
             ref,
@@ -617,7 +619,33 @@ def _with_event(answer: ToolAnswer, event: DecisionEvent) -> ToolAnswer:
 
 
 def _mistake(tool: str, message: str) -> ToolAnswer:
-    return ToolAnswer(tool, INVALID_ARGUMENTS, f"{tool}: invalid arguments: {message}")
+    return ToolAnswer(tool, INVALID_ARGUMENTS, f"{tool}: invalid arguments: {_encodable(message)}")
+
+
+_MOST_SHOWN = 64
+"""Characters of a name the model sent that an answer echoes."""
+_MOST_MISTAKE = 2000
+"""Characters of an invalid-arguments answer's explanation (what it echoes of the call is cut)."""
+
+
+def _shown(value: object) -> str:
+    """A name the model sent, as an answer may echo it: quoted, at most :data:`_MOST_SHOWN`
+    characters, a character that is not one (a lone surrogate) escaped."""
+    text = value if isinstance(value, str) else str(type(value).__name__)
+    cut = text[:_MOST_SHOWN]
+    return _encodable(repr(cut)) + ("..." if len(text) > _MOST_SHOWN else "")
+
+
+def _encodable(text: str) -> str:
+    """``text`` as valid UTF-8 text, at most :data:`_MOST_MISTAKE` characters: a lone surrogate
+    (valid in JSON, ``"\\udcff"``, but no character) is written as its escape, so the answer
+    can be sent over any transport."""
+    text = text[:_MOST_MISTAKE] + ("..." if len(text) > _MOST_MISTAKE else "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _refused(tool: str, ref: Ref, outcome: ReadOutcome, size: int | None) -> ToolAnswer:
@@ -748,6 +776,19 @@ def _text(args: Mapping[str, Any], name: str, most: int) -> str:
     if len(value) > most:
         raise _Mistake(f"{name} is {len(value):,} characters; at most {most:,}.")
     return value
+
+
+def _check_text(value: str, name: str) -> None:
+    """A string argument must be text: a lone surrogate (``"\\udcff"`` is valid JSON) is no
+    character, and no engine can match or compare it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Mistake(
+            f"{name} holds {value[exc.start]!r} at character {exc.start + 1}, half of a UTF-16 "
+            "surrogate pair and no character by itself; send text (a byte that is not UTF-8 "
+            "cannot be searched for: it shows as U+FFFD in answers)."
+        ) from None
 
 
 def _check_pattern(pattern: str) -> None:
