@@ -1126,3 +1126,78 @@ def test_a_bad_secrets_policy_is_a_configuration_error(policy: object) -> None:
 def test_a_bad_secrets_policy_argument_is_a_usage_error(scoped: ScopedStore) -> None:
     with pytest.raises(UsageError):
         Offloader(scoped, threshold=1000, secrets_policy={"tail_log": "allow"})
+
+
+# -- the MCP surface ----------------------------------------------------------------------------
+
+
+def _mcp_hold(policy: str | None, tmp_path: Path) -> Any:
+    import cargohold
+
+    config = tmp_path / "cargohold.toml"
+    config.write_text("" if policy is None else f'[secrets_policy]\n"*" = "{policy}"\n')
+    return cargohold.open("memory://", session="mcp", config_file=config)
+
+
+def _stored_bodies(hold: Any) -> list[bytes]:
+    bodies = []
+    for record in hold.store.artifacts():
+        answer = hold.store.read(record.ref)
+        assert answer.data is not None
+        bodies.append(answer.data)
+    return bodies
+
+
+@pytest.mark.parametrize("policy", [None, "reject"])
+@pytest.mark.parametrize("name", ["rsa_private_key", "ec_private_key", "openssh_private_key"])
+def test_a_key_in_heavy_json_text_and_its_structured_copy_never_reaches_the_store(
+    name: str, policy: str | None, tmp_path: Path
+) -> None:
+    # The repro: an MCPServer tool returns heavy JSON text, which the SDK sends as a
+    # text part and as structuredContent {"result": text}, where the key is escaped twice.
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult, TextContent
+
+    from cargohold.mcp import offload_result
+
+    fake = _fake(name, seed=41)
+    text = _heavy_json_text(fake)
+    result = CallToolResult(content=[TextContent(text=text)], structured_content={"result": text})
+
+    with _mcp_hold(policy, tmp_path) as hold:
+        offloaded = offload_result(hold, result, tool="export_keys")
+        bodies = _stored_bodies(hold)
+
+    seen = offloaded.model_dump_json()
+    _assert_shows_no_value(seen, fake.values)
+    for body in bodies:
+        _assert_shows_no_value(body.decode(), fake.values)
+    if policy is None:  # redact: the JSON is stored, with a marker where the key was
+        (body,) = bodies
+        assert [r for r in json.loads(body) if r["id"] == -1] == [
+            {"id": -1, "key": "[REDACTED:private_key]"}
+        ]
+    else:
+        assert bodies == []
+
+
+def test_a_small_mcp_result_holding_a_credential_reaches_the_client_redacted(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult, TextContent
+
+    from cargohold.mcp import offload_result
+
+    fake = _fake("github_ghp", seed=42)
+    text = f"remote configured\ntoken: {fake.text}\n"
+    result = CallToolResult(
+        content=[TextContent(text=text)], structured_content={"result": text, "ok": True}
+    )
+
+    with _mcp_hold(None, tmp_path) as hold:
+        offloaded = offload_result(hold, result, tool="git_remote")
+
+    redacted = "remote configured\ntoken: [REDACTED:github_token]\n"
+    assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [redacted]
+    assert offloaded.structured_content == {"result": redacted, "ok": True}

@@ -237,7 +237,7 @@ def offload_sampling(
     update: dict[str, Any] = {"messages": messages}
     if params.system_prompt is not None:
         decided = hold.offload(params.system_prompt, tool=SAMPLING_TOOL)
-        if decided.outcome is not OffloadOutcome.INLINE:
+        if decided.outcome is not OffloadOutcome.INLINE or decided.redacted:
             update["system_prompt"] = decided.text
     return params.model_copy(update=update)
 
@@ -288,7 +288,7 @@ def _text(
     offloaded_texts: list[_Offloaded] | None,
 ) -> list[ContentBlock]:
     decided = hold.offload(text, tool=tool, media_type=media_type, failed=failed)
-    if decided.outcome is OffloadOutcome.INLINE:
+    if decided.outcome is OffloadOutcome.INLINE and not decided.redacted:  # else its redacted text
         return [block]
     if decided.ref is not None and decided.stub is not None and offloaded_texts is not None:
         offloaded_texts.append(_Offloaded(text, _json(text), decided))
@@ -341,7 +341,7 @@ def _structured(
             return _stub_object(seen.decided), []
     decided = hold.offload(structured, tool=tool, media_type="application/json", failed=failed)
     if decided.outcome is OffloadOutcome.INLINE:
-        return structured, []
+        return decided.value_for(structured), []  # a redacted copy when it held credentials
     return _stub_object(decided), _replacement(decided)
 
 
