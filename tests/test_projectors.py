@@ -359,7 +359,12 @@ def test_c_outline_lists_functions_structs_and_counts_defines() -> None:
         lines += ["    int x;", "};", ""]
         lines.append(f"static int handler_{i}(const char *name, int flags) {{")
         expected.append((len(lines), lines[-1]))
-        lines += ["    if (flags) {", "        return 1;", "    }", "    return 0;", "}", ""]
+        lines += ["    if (flags) {", "        return 1;", "    }"]
+        # Bodies long enough (60 KB in all) that a tenth of the file holds the whole outline.
+        lines += [
+            f"    flags += strlen(name) * {k}; /* step {k} of the handler */" for k in range(28)
+        ]
+        lines += ["    return 0;", "}", ""]
     data = "\n".join(lines).encode()
 
     text = preview(data, "text/x-c")
@@ -396,8 +401,10 @@ def test_code_fixture_previews_keep_every_top_level_python_definition_and_the_la
         else:  # left out, but inside a stated gap
             assert any(start <= node.lineno <= end for start, end, _ in gaps), node.name
     assert listed + sum(count for _, _, count in gaps) == len(definitions)
-    if budget is Budget.BALANCED:
-        assert listed >= len(definitions) // 2
+    # Half the definitions in a whole balanced budget; as many per byte in a stub scaled down to
+    # its body (a tenth of a 36 KB file).
+    limit = stub_of(data, "text/x-python", budget).limit
+    assert listed >= min(len(definitions), len(definitions) * limit // (2 * Budget.BALANCED))
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1].decode()
     assert text.splitlines()[-1].endswith(last)
 

@@ -7,7 +7,8 @@ line: the first 16 hex digits of its HMAC-SHA256 under the store's marker key (s
 key (tests and documentation; no guard trusts that). Between them: what the thing is (tool, media
 type, size, estimated tokens, complete or truncated), a preview within the budget, and the exact
 names of the read tools the surface offers. The whole stub, in UTF-8 bytes, never exceeds its
-budget.
+budget, and the budget shrinks with the body (:func:`stub_limit`: at most a tenth of the body,
+never below 2 KiB), so a stub always saves most of what it replaces.
 
 "about N tokens" is what the body would cost a model if it entered the context as it is, counted
 the way the edge guard counts it: text with the o200k tokenizer (three samples scaled to the
@@ -82,6 +83,22 @@ class Budget(enum.IntEnum):
         return self.name.lower()
 
 
+STUB_FLOOR = 2 * 1024
+"""The least a stub may take, whatever the body's size: room for its facts and a preview."""
+STUB_SHARE = 10
+"""A stub takes at most one ``STUB_SHARE``-th of its body (above :data:`STUB_FLOOR`)."""
+
+
+def stub_limit(size: int, budget: Budget | str | int = Budget.BALANCED) -> int:
+    """The most bytes the stub of a ``size``-byte body may take under ``budget``.
+
+    A stub is there to save context: one of 8 KiB for a 33 KB result would cost a quarter of
+    what it saves. So the budget shrinks with the body, to a tenth of it, but never below 2 KiB
+    (:data:`STUB_FLOOR`); a body of 80 KB or more gets the whole balanced budget.
+    """
+    return min(int(Budget.parse(budget)), max(STUB_FLOOR, size // STUB_SHARE))
+
+
 @dataclass(frozen=True, slots=True)
 class ReadTools:
     """The names of the read tools a surface offers, shown verbatim in every stub.
@@ -148,6 +165,12 @@ class Stub:
         """The stub's own size in UTF-8 bytes."""
         return utf8_len(self.text)
 
+    @property
+    def limit(self) -> int:
+        """The most bytes this stub could take: its budget scaled to its body (see
+        :func:`stub_limit`)."""
+        return stub_limit(self.size, self.budget)
+
     def as_dict(self) -> dict[str, object]:
         """The same stub as data, for callers that want JSON rather than text."""
         return {
@@ -200,7 +223,8 @@ def render_stub(
         media_type: The normalized media type.
         tool: The producing tool, if any.
         complete: ``False`` when the producer truncated its output.
-        budget: The whole stub's byte budget.
+        budget: The whole stub's byte budget, scaled down to the body's size
+            (:func:`stub_limit`: at most a tenth of the body, never below 2 KiB).
         failed: The producing call failed or was cancelled: never ``compressible``.
         read_tools: The read tool names the surface offers.
         key: The store's marker key (its ``marker_key()``): the check is then one a guard
@@ -245,7 +269,8 @@ def render_stub(
     head, tokens = header(found.kind, found.detail, found.classification)
     # The projection may fall back to another class; leave room for the longest header line.
     slack = 32
-    room = int(budget) - fixed - utf8_len(head) - slack - 1  # 1: the preview's closing newline
+    limit = stub_limit(size, budget)
+    room = limit - fixed - utf8_len(head) - slack - 1  # 1: the preview's closing newline
     if room < 64:
         raise UsageError("the budget leaves no room for a preview")
     projection = project(data, media_type=media_type, budget=room, failed=failed, detection=found)
@@ -257,7 +282,7 @@ def render_stub(
         preview += "\n"
     body = head + open_rule + preview + close_rule + tail
     text = f"{body}{MARKER} end of stub | budget {budget.label} | check {_check(body, secret)}"
-    if utf8_len(text) > int(budget):  # the projector broke its contract: fail loudly, never leak
+    if utf8_len(text) > limit:  # the projector broke its contract: fail loudly, never leak
         raise AssertionError("stub over budget")
     return Stub(
         text=text,
@@ -332,6 +357,8 @@ def render_notice(
 __all__ = [
     "DEFAULT_READ_TOOLS",
     "MARKER",
+    "STUB_FLOOR",
+    "STUB_SHARE",
     "Budget",
     "Projection",
     "ProjectionClass",
@@ -341,4 +368,5 @@ __all__ = [
     "parse_stub",
     "render_notice",
     "render_stub",
+    "stub_limit",
 ]
