@@ -30,7 +30,6 @@ from mcp_types import (  # noqa: E402
     ElicitRequestFormParams,
     ElicitResult,
     LoggingMessageNotification,
-    ResourceLink,
     TextContent,
     TextResourceContents,
     ToolListChangedNotification,
@@ -40,7 +39,6 @@ from mcp_types.jsonrpc import ErrorData  # noqa: E402
 from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import (  # noqa: E402
     HEAVY_SERVER,
-    MARKER,
     STUB_BUDGET,
     Connected,
     child_env,
@@ -187,15 +185,23 @@ def test_each_heavy_part_of_a_mixed_result_is_offloaded_and_the_light_one_kept(
     assert_exact(proxied, parts[0].ref, heavy_server.log_text(100_000).encode())
 
 
-def test_a_result_holding_a_credential_is_withheld_and_nothing_is_linked(
+def test_a_result_holding_a_credential_is_stored_and_read_back_with_it_redacted(
     proxied: Connected,
 ) -> None:
+    # The default secrets policy (redact): the result is kept, the credential is not.
     result = proxied.call("with_secret")
 
-    text = " ".join(block.text for block in result.content if isinstance(block, TextContent))
-    assert MARKER in text
+    stub, ref = only_stub(result)
+    assert "[cargohold]" in stub
     assert "wJalrXUtnFEMI" not in result.model_dump_json()
-    assert not any(isinstance(block, ResourceLink) for block in result.content)
+    assert_exact(
+        proxied,
+        ref,
+        (
+            heavy_server.log_text(40_000)
+            + "\naws_secret_access_key=[REDACTED:aws_secret_access_key]\n"
+        ).encode(),
+    )
 
 
 def test_a_reference_passed_to_an_opted_in_tool_reaches_the_upstream_as_the_exact_bytes(
