@@ -4,7 +4,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two stamps: the demo needs only what cargohold itself runs on; the tests need the whole dev
+# toolchain (linters, type checker, every framework the adapters are tested against).
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 # The npm MCP servers the MCP tests run against (tests/test_mcp_npm.py), pinned, installed once
 # per version into the user's cache (kept between runs and checkouts; npm's own cache helps the
@@ -16,30 +19,39 @@ MCP_STAMP := $(MCP_SERVERS_PREFIX)/.installed
 
 .PHONY: demo test lint typecheck pytest bench clean mcp-servers
 
-# The first run takes about half a minute: say so, and let pip show what it collects and its
-# progress bars for the main install (creating the venv and upgrading pip stay quiet).
-$(STAMP): pyproject.toml
+# The first run says how long it takes (figures from a cold pip cache, README "Set-up") and lets
+# pip show what it collects and its progress bars; creating the venv and upgrading pip stay quiet.
+$(VENV)/bin/python:
 	@echo "cargohold: creating $(VENV)"
 	@$(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "cargohold: installing dependencies (first run only, ~30 s)..."
-	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e '.[dev,postgres]'
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	@echo "cargohold: installing cargohold and its runtime dependencies (first run only, ~25 s)..."
+	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e .
 	@touch $(STAMP)
 	@echo "cargohold: ready"
 
+$(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
+	@echo "cargohold: installing the dev toolchain for the tests (first run only, ~2-3 min)..."
+	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e '.[dev,postgres]'
+	@touch $(STAMP) $(DEV_STAMP)
+	@echo "cargohold: ready for make test"
+
+# The demo's command is spelt as it can be pasted: .venv/bin is not on PATH.
 demo: $(STAMP)
 	$(BIN)/cargohold demo
 
 test: lint typecheck pytest
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests bench examples
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) mcp-servers
+pytest: $(DEV_STAMP) mcp-servers
 	$(BIN)/python -m pytest
 
 mcp-servers: $(MCP_STAMP)
@@ -56,7 +68,7 @@ $(MCP_STAMP):
 		echo "cargohold: npm not found: the npm MCP server tests will skip (fail under CI)"; \
 	fi
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
 
 clean:

@@ -1026,6 +1026,64 @@ def test_the_command_the_demo_suggests_is_on_one_line_and_works_as_printed(
     assert json.loads(followed.stdout)["ref"] == str(cargohold.Ref.of(batch_log()))
 
 
+def test_the_demo_cuts_a_long_line_at_a_word_and_ends_it_with_dots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with cargohold.open("memory://", session="s") as hold:  # the demo's stubs, whole
+        stub = hold.offload(batch_log(), tool="fetch_logs", media_type="text/plain", budget="light")
+        whole = stub.text.splitlines()
+
+    shown = CliRunner().invoke(cli, ["demo"], catch_exceptions=False).stdout
+    quoted = [line.removeprefix("   │ ") for line in shown.splitlines() if line.startswith("   │ ")]
+    cut = [line for line in quoted if line.endswith("...") and line not in whole]
+
+    assert cut  # the log's stub has lines longer than the demo shows
+    assert all(len(line) <= 110 for line in quoted)
+    for line in cut:
+        kept = line.removesuffix("...")
+        original = next((w for w in whole if w.startswith(kept) and len(w) > 110), None)
+        if original is None:
+            continue  # a line of another stub or answer: checked for length only
+        assert original[len(kept)] == " ", (kept, original)  # cut between two words
+
+
+def test_the_commands_the_demo_suggests_work_when_pasted_into_a_shell(tmp_path: Path) -> None:
+    # As `make demo` runs it: .venv/bin/cargohold from the checkout, with .venv/bin not on PATH.
+    root = Path(__file__).resolve().parents[1]
+    script = Path(sys.executable).parent / "cargohold"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+    env.update(
+        PATH="/usr/bin:/bin",
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+    )
+    invoked = os.path.relpath(script, root)
+    if invoked.startswith(".."):
+        invoked = str(script)
+    demo = subprocess.run(
+        [invoked, "demo"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    suggested = [
+        re.sub(r"\x1b\[[0-9;]*m", "", line).split(": ", 1)[1]
+        for line in demo.stdout.splitlines()
+        if re.search(r"(Read more yourself|in the events log): ", line)
+    ]
+
+    pasted = [
+        subprocess.run(
+            command, shell=True, cwd=root, env=env, capture_output=True, text=True, timeout=120
+        )
+        for command in suggested
+    ]
+
+    assert demo.returncode == ExitCode.OK, demo.stderr
+    assert len(suggested) == 2
+    assert [p.returncode for p in pasted] == [ExitCode.OK, ExitCode.OK], [p.stderr for p in pasted]
+    assert "WARN" in pasted[1].stdout
+
+
 def test_demo_logs_one_event_per_decision(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

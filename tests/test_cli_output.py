@@ -141,18 +141,22 @@ def test_json_output_escapes_c1_controls_and_keeps_the_value(root: Path) -> None
 # -- on a terminal: shown escaped, never executed --------------------------------------------------
 
 
-def on_terminal(root: Path, *args: str, input: bytes = b"") -> tuple[int, bytes]:
-    """Run the console script with stdout on a pseudo-terminal; its exit status and output."""
+def on_terminal(
+    root: Path, *args: str, input: bytes = b"", stream: str = "stdout"
+) -> tuple[int, bytes]:
+    """Run the console script with ``stream`` (stdout or stderr) on a pseudo-terminal; its exit
+    status and what the terminal received (the other stream is a pipe, discarded)."""
     script = Path(sys.executable).parent / "cargohold"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
     env["CARGOHOLD_EVENTS_LOG"] = str(root.parent / "state" / "events.jsonl")
+    env["TERM"] = "xterm"
     leader, follower = pty.openpty()
     try:
         child = subprocess.Popen(
             [script, *scope_args(root), *args],
             stdin=subprocess.PIPE,
-            stdout=follower,
-            stderr=subprocess.PIPE,
+            stdout=follower if stream == "stdout" else subprocess.DEVNULL,
+            stderr=follower if stream == "stderr" else subprocess.DEVNULL,
             env=env,
             cwd=root.parent,
         )
@@ -180,8 +184,6 @@ def on_terminal(root: Path, *args: str, input: bytes = b"") -> tuple[int, bytes]
         status = child.wait(timeout=60)
     finally:
         os.close(leader)
-        if child.stderr is not None:
-            child.stderr.close()
     # The terminal driver turns each newline into CRLF; undo it to compare with what was written.
     return status, bytes(output).replace(b"\r\n", b"\n")
 
@@ -231,3 +233,26 @@ def test_on_a_terminal_a_small_offloaded_output_is_shown_escaped(root: Path) -> 
     assert status == ExitCode.OK
     assert b"\x1b" not in shown
     assert b"\\x1b[31mline 2 red\\x1b[0m" in shown
+
+
+# -- progress of a big offload ---------------------------------------------------------------------
+
+BIG_LOG = b"".join(b"2026-11-29T02:00:00Z INFO step %d ok\n" % i for i in range(200_000))
+"""About 7 MiB: over the size from which a terminal is shown what is happening."""
+
+
+@pytest.mark.parametrize("command", [["offload", "-"], ["put", "-"]])
+def test_a_big_offload_or_put_shows_progress_on_a_terminal(root: Path, command: list[str]) -> None:
+    status, shown = on_terminal(root, *command, input=BIG_LOG, stream="stderr")
+
+    assert status == ExitCode.OK
+    assert (b"offloading 7." if command[0] == "offload" else b"storing 7.") in shown
+
+
+@pytest.mark.parametrize("command", [["offload", "-"], ["put", "-"]])
+def test_no_progress_is_drawn_when_stderr_is_not_a_terminal(root: Path, command: list[str]) -> None:
+    result = run(root, *command, input=BIG_LOG)
+
+    assert result.exit_code == ExitCode.OK
+    assert b"offloading" not in result.stderr_bytes
+    assert b"storing" not in result.stderr_bytes

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -142,3 +143,29 @@ def test_the_built_wheel_installs_into_a_fresh_virtualenv_and_runs_the_demo(
         + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in timings.items())
         + f", total {sum(timings.values()):.1f} s"
     )
+
+
+def _planned(target: str, venv: Path) -> list[str]:
+    """The commands ``make TARGET`` would run on a fresh checkout (no virtualenv yet)."""
+    if shutil.which("make") is None:
+        pytest.fail("make is not installed; the README's two set-up commands need it")
+    done = _run(["make", "-n", target, f"VENV={venv}"], timeout=60, cwd=ROOT)
+    return done.stdout.splitlines()
+
+
+def _installs(lines: list[str]) -> list[str]:
+    return [line for line in lines if " -m pip install " in line and "--upgrade pip" not in line]
+
+
+def test_make_demo_installs_only_the_runtime_dependencies(tmp_path: Path) -> None:
+    installs = _installs(_planned("demo", tmp_path / "venv"))
+
+    assert len(installs) == 1
+    assert installs[0].endswith(" -e .")  # no extras: no linters, type checker or frameworks
+
+
+def test_make_test_installs_the_dev_toolchain(tmp_path: Path) -> None:
+    installs = _installs(_planned("test", tmp_path / "venv"))
+
+    assert len(installs) == 1
+    assert installs[0].endswith(" -e '.[dev,postgres]'")

@@ -22,7 +22,7 @@ from cargohold._scope import check_part
 from cargohold.cli._context import App, fail_outcome, get_app
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
 from cargohold.cli._output import json_text, write_bytes
-from cargohold.cli._progress import ProgressBar
+from cargohold.cli._progress import Busy, ProgressBar
 from cargohold.cli._render import fitting_media_type, human_bytes, record_fields
 
 _LAZY_COMMANDS = {
@@ -217,9 +217,10 @@ def put(
         ) from None
     if media_type is None:
         media_type = fitting_media_type(data, name=None if file == "-" else file, kind=kind)
-    result = app.scoped.put(
-        data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
-    )
+    with Busy(f"storing {human_bytes(len(data))}...", len(data)):
+        result = app.scoped.put(
+            data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
+        )
     click.echo(str(result.ref))
     if result.existing:
         click.echo("cargohold: existing: already stored in this scope; nothing written", err=True)

@@ -20,7 +20,8 @@ from cargohold._records import MAX_READ_BYTES, ReadOutcome
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
 from cargohold.cli._output import escape_controls, json_text, write_bytes, write_text
-from cargohold.cli._render import guess_media_type, outcome_message
+from cargohold.cli._progress import Busy
+from cargohold.cli._render import guess_media_type, human_bytes, outcome_message
 
 if TYPE_CHECKING:
     from cargohold._offload import OffloadResult
@@ -194,9 +195,10 @@ def offload(
     if media_type is None and isinstance(name, str) and name != "<stdin>":
         media_type = guess_media_type(name)
     offloader = app.offloader(threshold=threshold)
-    result: OffloadResult = offloader.offload(
-        data, tool=tool, media_type=media_type, budget=budget, failed=failed
-    )
+    with Busy(f"offloading {human_bytes(len(data))}: storing, then the stub...", len(data)):
+        result: OffloadResult = offloader.offload(
+            data, tool=tool, media_type=media_type, budget=budget, failed=failed
+        )
     if as_json:
         _echo_json(
             {

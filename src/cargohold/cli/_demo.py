@@ -10,8 +10,12 @@ story: nothing a previous run stored is "already stored" in it.
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
+import shlex
+import shutil
+import sys
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -31,6 +35,8 @@ SAMPLE = "orders.json"
 
 _TASK = "Why did last night's billing batch fail, and how many orders were refunded?"
 _STUB_LINES_SHOWN = 10
+_LINE_WIDTH = 110
+"""Characters of a quoted stub or answer line the demo shows; a longer one is cut at a word."""
 _PREFIX_SHOWN = 12
 """Hex digits of the log's reference in the command the demo suggests (a unique prefix)."""
 
@@ -92,16 +98,53 @@ def batch_log() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def clip(line: str, width: int = _LINE_WIDTH) -> str:
+    """``line`` if it fits ``width`` characters, else cut at a word and ended with ``...``.
+
+    A word is never cut in the middle unless it alone is longer than half the width (a
+    reference, a base64 run): then the cut falls at the width.
+    """
+    if len(line) <= width:
+        return line
+    room = width - len("...")
+    cut = line.rfind(" ", 0, room + 1)
+    if cut < room // 2:
+        cut = room
+    return line[:cut].rstrip() + "..."
+
+
+def program() -> str:
+    """How to run this same ``cargohold`` again from the user's shell, pasted as printed.
+
+    ``make demo`` runs ``.venv/bin/cargohold``, which is not on ``PATH``: a suggestion that says
+    plain ``cargohold`` would fail when pasted. The script's own path is given instead (relative
+    to the working directory when it lies below it), unless ``cargohold`` on ``PATH`` is this
+    very script.
+    """
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) != "cargohold" or not os.path.isfile(argv0):
+        return "cargohold"  # run some other way (python -m, a test runner): the usual name
+    found = shutil.which("cargohold")
+    if found is not None and os.path.samefile(found, argv0):
+        return "cargohold"
+    path = os.path.abspath(argv0)
+    relative = os.path.relpath(path)
+    shown = relative if not relative.startswith("..") else path
+    if os.sep not in shown:
+        shown = os.path.join(".", shown)  # a bare name would be looked up on PATH
+    return shlex.quote(shown)
+
+
 def _stub_excerpt(console: Console, text: str) -> None:
     from rich.markup import escape
 
     lines = text.splitlines()
     shown = lines[:_STUB_LINES_SHOWN]
     for line in shown:
-        console.print(f"   [dim]│[/] {escape(line[:110])}", soft_wrap=True, highlight=False)
+        console.print(f"   [dim]│[/] {escape(clip(line))}", soft_wrap=True, highlight=False)
     hidden = len(lines) - len(shown) - 1
-    console.print(f"   [dim]│ … {hidden} more lines: the preview and the read tools[/]")
-    console.print(f"   [dim]│[/] {escape(lines[-1])}", soft_wrap=True, highlight=False)
+    console.print(f"   [dim]│ ... {hidden} more lines: the preview and the read tools[/]")
+    console.print(f"   [dim]│[/] {escape(clip(lines[-1]))}", soft_wrap=True, highlight=False)
 
 
 def _answer_excerpt(console: Console, result: RehydrateResult, lines: int) -> None:
@@ -109,7 +152,7 @@ def _answer_excerpt(console: Console, result: RehydrateResult, lines: int) -> No
 
     content = (result.content or "").splitlines()
     for line in content[:lines] if lines > 0 else content[lines:]:
-        console.print(f"   [dim]│[/] {escape(line[:110])}", soft_wrap=True, highlight=False)
+        console.print(f"   [dim]│[/] {escape(clip(line))}", soft_wrap=True, highlight=False)
 
 
 @click.command()
@@ -261,10 +304,10 @@ def demo() -> None:
         f"bytes of stubs; {data['recovered_bytes']:,} bytes read back on purpose."
     )
     console.print(
-        "Every decision is one event in the events log: [dim]cargohold events --tail 10[/]"
+        f"Every decision is one event in the events log: [dim]{program()} events --tail 10[/]"
     )
     if not (settings.store or "").startswith("memory:"):  # a memory store is gone at exit
-        command = f"cargohold --session {session} grep {log.ref.digest[:_PREFIX_SHOWN]} WARN"
+        command = f"{program()} --session {session} grep {log.ref.digest[:_PREFIX_SHOWN]} WARN"
         same_store = "" if app.default_store else " (name the same store)"
         console.print(f"Read more yourself{same_store}: [dim]{command}[/]")
     if findings:

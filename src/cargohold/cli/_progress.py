@@ -1,4 +1,5 @@
-"""A rich progress bar on stderr for long work (gc, verify), shown only when there is work."""
+"""Progress on stderr for long work, drawn only on a terminal: a bar for gc and verify, a spinner
+for one long step (the offload or put of a body of several MiB)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
+    from rich.status import Status
 
 
 class ProgressBar:
@@ -70,3 +72,44 @@ class ProgressBar:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+BIG_BODY = 4 * 1024 * 1024
+"""A body from this size on takes long enough to store and project (about a second at 16 MiB)
+that a terminal is told what is happening."""
+
+
+class Busy:
+    """A transient spinner on stderr while one long step runs, for a body of :data:`BIG_BODY`
+    bytes or more, and only when stderr is a terminal (logs and pipes get nothing).
+
+    Args:
+        description: What is happening, e.g. ``offloading 12.0 MiB``.
+        size: The body's size in bytes.
+    """
+
+    def __init__(self, description: str, size: int) -> None:
+        self._description = description
+        self._size = size
+        self._status: Status | None = None
+
+    def __enter__(self) -> Busy:
+        if self._size < BIG_BODY:
+            return self
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        if console.is_terminal:
+            self._status = console.status(self._description)
+            self._status.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
