@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
 from cargohold.cli import ExitCode, cli
-from cargohold.cli._guard import guard
+from cargohold.cli._guard import MAX_REQUEST_BYTES, guard
 from guard_fixtures import CANARY
 
 FIXTURES = Path(__file__).parent / "fixtures" / "guard"
@@ -108,3 +111,62 @@ def test_a_request_of_the_wrong_shape_is_a_usage_error(tmp_path: Path) -> None:
     wrong = tmp_path / "list.json"
     wrong.write_text("[]")
     assert run(str(wrong), "--format", "anthropic").exit_code == ExitCode.USAGE
+
+
+# -- bounded input: endless bytes, huge files, JSON nested too deeply ---------------------------
+
+
+def _subprocess_guard(
+    *args: str, stdin: Any = subprocess.DEVNULL
+) -> subprocess.CompletedProcess[str]:
+    """``cargohold guard`` in its own process: the input is a device or a pipe of its own. The
+    harness bounds it (a timeout), never an assert on time."""
+    script = Path(sys.executable).parent / "cargohold"
+    command = [str(script), "--store", "memory://", "guard", *args]
+    return subprocess.run(command, stdin=stdin, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("how", ["path", "stdin"])
+def test_endless_input_is_refused_past_the_limit_not_read_forever(how: str) -> None:
+    if how == "path":
+        done = _subprocess_guard("/dev/zero", "--format", "openai-chat")
+    else:
+        with open("/dev/zero", "rb") as zero:
+            done = _subprocess_guard("-", "--format", "openai-chat", stdin=zero)
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+
+
+def test_a_request_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.json"
+    head = b'{"model": "gpt-4o", "messages": []'
+    huge.write_bytes(head + b" " * (MAX_REQUEST_BYTES - len(head)) + b"}")  # JSON, one byte over
+    assert run(str(huge), "--format", "openai-chat").exit_code == ExitCode.USAGE
+    with huge.open("rb") as stream:  # the same bytes on a stream without a size: read, bounded
+        result = CliRunner().invoke(
+            cli, ["--store", "memory://", "guard", "-", "--format", "openai-chat"], input=stream
+        )
+    assert result.exit_code == ExitCode.USAGE
+
+
+def _nested(depth: int, opener: str, closer: str) -> str:
+    return (
+        '{"model": "gpt-4o", "messages": [], "metadata": ' + opener * depth + closer * depth + "}"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(_nested(100_000, "[", "]"), id="arrays-100000-deep"),
+        pytest.param(_nested(100_000, '{"a":', "}"), id="objects-100000-deep"),
+        pytest.param(_nested(900, '{"a":', "}"), id="objects-900-deep-parsed-not-walked"),
+    ],
+)
+def test_a_request_nested_too_deeply_is_a_usage_error(tmp_path: Path, text: str) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text(text)
+    result = run(str(deep), "--format", "openai-chat")
+    assert result.exit_code == ExitCode.USAGE
+    assert isinstance(result.exception, SystemExit)  # handled: no exception escaped the command

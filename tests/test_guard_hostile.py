@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from _require import require
 from cargohold import ContentKind, UsageError
@@ -505,3 +507,45 @@ def test_a_chat_message_with_a_key_that_is_not_a_string_is_a_usage_error() -> No
     message = {"role": "user", "content": "hi", 5: "x"}
     with pytest.raises(UsageError):
         Guard().check({"model": "gpt-4o", "messages": [message]}, format="openai-chat")
+
+
+# -- nesting: no depth gets past the guard, and none escapes as a RecursionError --------------
+
+
+def _nest(depth: int, kind: str, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"a": value}
+    return value
+
+
+def _deep_request(place: str, value: Any) -> tuple[dict[str, Any], str]:
+    if place == "metadata":
+        return {"model": "gpt-4o", "messages": [], "metadata": value}, "openai-chat"
+    if place == "tool_result":
+        messages = [{"role": "tool", "tool_call_id": "c1", "content": [value]}]
+        return {"model": "gpt-4o", "messages": messages}, "openai-chat"
+    if place == "tool_input":
+        block = {"type": "tool_use", "id": "t1", "name": "save", "input": {"body": value}}
+        return anthropic_request(block), "anthropic"
+    return {"model": "gpt-4.1", "input": [{"role": "user", "content": [value]}]}, "openai-responses"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    depth=st.one_of(st.integers(1, 1_200), st.integers(1, 100_000)),
+    kind=st.sampled_from(("list", "dict")),
+    place=st.sampled_from(("metadata", "tool_result", "tool_input", "responses")),
+)
+def test_raw_content_at_any_depth_is_refused_and_never_a_recursion_error(
+    depth: int, kind: str, place: str
+) -> None:
+    request, fmt = _deep_request(place, _nest(depth, kind, raw()))
+    with pytest.raises((ContextLeakError, UsageError)):  # found, or too deep to check: not sent
+        Guard().check(request, format=fmt)
+    request, fmt = _deep_request(place, _nest(depth, kind, "small"))
+    try:
+        report = Guard().check(request, format=fmt, check_window=False)
+    except UsageError:
+        return  # too deep to check: refused, typed
+    assert report.request_bytes >= len("small")

@@ -8,6 +8,8 @@ is also one decision event in the events log.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from typing import IO
 
 import click
@@ -15,6 +17,11 @@ import click
 from cargohold._errors import UsageError
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import ExitCode
+
+MiB = 1024 * 1024
+MAX_REQUEST_BYTES = 64 * MiB
+"""The most a request file may hold: more than the providers accept in one request (tens of
+MB), so a real request always fits, and ``/dev/zero`` is refused instead of read forever."""
 
 _FORMATS = ["openai-chat", "openai-responses", "openai-completions", "anthropic", "langchain"]
 
@@ -65,7 +72,8 @@ def guard(
 
     \b
     Exit status: 0 the request may go, 9 raw heavy content (a context leak),
-    10 over the model's window, 2 an unreadable request.
+    10 over the model's window, 2 an unreadable request (not JSON, over 64 MiB, or
+    nested hundreds of levels deep).
 
     \b
     Examples:
@@ -78,10 +86,7 @@ def guard(
         Guard,
     )
 
-    try:
-        request = json.loads(request_file.read())
-    except (ValueError, UnicodeDecodeError):
-        raise UsageError("the request file is not JSON") from None
+    request = _parse(_read(request_file))
     app = get_app()
     checker = Guard(
         threshold=threshold if threshold is not None else app.settings.heavy_threshold,
@@ -165,6 +170,39 @@ def guard(
         f"ok  {report.messages} messages, {report.request_bytes:,} bytes, about "
         f"{report.tokens:,} tokens; {window}"
     )
+
+
+def _read(stream: IO[bytes]) -> bytes:
+    """The request file's bytes, at most :data:`MAX_REQUEST_BYTES` (``/dev/zero`` or a stream
+    that never ends is refused once past it, never read on)."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's stream): the bounded read decides
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size > MAX_REQUEST_BYTES:
+        raise UsageError(_too_large())
+    data = stream.read(MAX_REQUEST_BYTES + 1)
+    if len(data) > MAX_REQUEST_BYTES:
+        raise UsageError(_too_large())
+    return data
+
+
+def _too_large() -> str:
+    return (
+        f"the request file is over {MAX_REQUEST_BYTES // MiB} MiB, more than a provider takes in "
+        "one request; cargohold guard reads no more"
+    )
+
+
+def _parse(data: bytes) -> object:
+    try:
+        return json.loads(data)
+    except RecursionError:  # the parser's own recursion: no request nests that deep
+        raise UsageError(
+            "the request file nests too deeply to read (arrays or objects hundreds of levels deep)"
+        ) from None
+    except (ValueError, UnicodeDecodeError):
+        raise UsageError("the request file is not JSON") from None
 
 
 def _echo_json(value: object) -> None:

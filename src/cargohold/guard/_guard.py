@@ -313,8 +313,9 @@ class Guard:
             ContextLeakError: a raw part at or above the heavy threshold.
             ContextWindowExceededError: more tokens than the window less the margin.
             ContextWindowUnknownError: a strict guard and no known window for the model.
-            UsageError: an unknown format, a request of the wrong shape, or one holding a
-                one-shot iterator (it cannot be checked without being consumed).
+            UsageError: an unknown format, a request of the wrong shape, one holding a
+                one-shot iterator (it cannot be checked without being consumed), or one nested
+                deeper than the walk recurses (hundreds of levels).
         """
         fmt = _format(format)
         walk = _WALKERS[fmt]
@@ -331,7 +332,7 @@ class Guard:
             tool_thresholds=self._tool_thresholds,
             key=self._marker_key,
         )
-        walk(walker, request)
+        _walked(walk, walker, request)
         estimated = _estimate(walker)
         if walker.findings:
             first = walker.findings[0]
@@ -428,7 +429,7 @@ class Guard:
         self, walk: Callable[[Walker, Any], None], request: Any, first: Walker
     ) -> int | None:
         texts: list[str] = []
-        walk(Walker(self._threshold, collect=texts, root=request), request)  # counts only
+        _walked(walk, Walker(self._threshold, collect=texts, root=request), request)  # counts only
         total = 0
         for text in texts:
             counted = count_tokens(text)
@@ -444,6 +445,18 @@ class Guard:
             + first.messages * MESSAGE_TOKENS
             + first.tokens  # token ids: counted as given
         )
+
+
+def _walked(walk: Callable[[Walker, Any], None], walker: Walker, request: Any) -> None:
+    """``walk(walker, request)``; a request nested deeper than the walk recurses is a
+    :class:`UsageError` (refused, so nothing at that depth is sent unchecked)."""
+    try:
+        walk(walker, request)
+    except RecursionError:
+        raise UsageError(
+            "the request nests too deeply for the guard to check (objects or arrays hundreds of "
+            "levels deep); nothing was sent"
+        ) from None
 
 
 def _tool(name: object) -> str:
