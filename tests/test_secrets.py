@@ -55,7 +55,7 @@ from cargohold import (
     mask_secrets,
     render_stub,
 )
-from cargohold._secrets import describe_findings, redact_secrets
+from cargohold._secrets import describe_findings, redact_secrets, screen_bytes, screen_text
 from cargohold.testing import FakeClock
 from code_fixtures import CODE_FIXTURES
 
@@ -498,6 +498,53 @@ def test_a_token_at_the_start_of_an_escaped_line_is_found(name: str) -> None:
         assert redact_secrets(data, findings).count(b"[REDACTED:") == len(fake.kinds)
         (value,) = fake.values
         assert data[findings[0].start : findings[0].end] == value.encode()
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("redact", "name: build-7 [REDACTED:github_token]"),
+        ("mask", None),  # same length, checked below
+        ("reject", None),
+    ],
+)
+def test_a_string_that_reaches_a_model_unstored_is_screened_under_its_policy(
+    policy: str, expected: str | None
+) -> None:
+    fake = _fake("github_ghp", seed=43)
+    text = f"name: build-7 {fake.text}"
+
+    screened = screen_text(text, policy)
+
+    assert screen_text("name: build-7", policy) == "name: build-7"
+    if policy == "redact":
+        assert screened == expected
+    elif policy == "mask":
+        assert screened is not None
+        assert len(screened) == len(text)
+        assert screened.startswith("name: build-7 [masked:github_token]")
+    else:
+        assert screened is None
+    _assert_shows_no_value(str(screened), fake.values)
+
+
+def test_bytes_a_surface_stores_itself_are_screened_under_its_policy() -> None:
+    fake = _fake("aws_akia", seed=44)
+    data = f"id,key\n1,{fake.text}\n".encode()
+
+    redacted = screen_bytes(data)
+    masked = screen_bytes(data, "mask")
+    rejected = screen_bytes(data, "reject")
+
+    assert redacted.data == b"id,key\n1,[REDACTED:aws_access_key_id]\n"
+    assert redacted.redacted
+    assert [(f.kind, f.line) for f in redacted.findings] == [(SecretKind.AWS_ACCESS_KEY_ID, 2)]
+    assert (masked.data, masked.redacted) == (data, False)  # stored exact, as restricted
+    assert rejected.data is None
+    assert screen_bytes(b"id,key\n").data == b"id,key\n"
+    _assert_shows_no_value(repr(redacted) + repr(rejected), fake.values)
+    with pytest.raises(ValueError, match="secrets policy"):
+        screen_bytes(data, "allow")
 
 
 def _corpus_files() -> Iterator[tuple[str, bytes]]:

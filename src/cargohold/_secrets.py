@@ -31,7 +31,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import re2
 
@@ -632,6 +632,51 @@ default), refused whole, or stored exactly as ``restricted`` and masked on every
 DEFAULT_POLICY = "redact"
 
 
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """Bytes under a secrets policy (:func:`screen_bytes`).
+
+    Attributes:
+        data: What may be stored: the bytes themselves (none found, or ``mask``: store them as
+            ``restricted``), their redacted copy (``redact``), or ``None`` (``reject``).
+        findings: What was found (kinds and lines; offsets are the original bytes').
+        policy: The policy applied.
+    """
+
+    data: bytes | None = field(repr=False)
+    findings: tuple[SecretFinding, ...]
+    policy: str
+
+    @property
+    def redacted(self) -> bool:
+        """Whether ``data`` is a redacted copy."""
+        return bool(self.findings) and self.policy == "redact"
+
+
+def screen_bytes(data: bytes, policy: str = DEFAULT_POLICY, *, textual: bool = True) -> Screened:
+    """``data`` under a secrets policy, for a surface that stores bytes itself (``cargohold
+    put``): what the offload seam does, without its decision.
+
+    Args:
+        data: The bytes about to be stored.
+        policy: ``redact``, ``reject`` or ``mask``.
+        textual: ``False`` for binary bytes: a redacted copy then keeps their length.
+
+    Raises:
+        ValueError: an unknown policy.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"a secrets policy is one of {', '.join(POLICIES)}")
+    findings = tuple(find_secrets(data))
+    if not findings:
+        return Screened(data, (), policy)
+    if policy == "reject":
+        return Screened(None, findings, policy)
+    if policy == "mask":
+        return Screened(data, findings, policy)
+    return Screened(redact_secrets(data, findings, keep_length=not textual), findings, policy)
+
+
 def screen_text(text: str, policy: str = DEFAULT_POLICY) -> str | None:
     """``text`` under a secrets policy, for a string that reaches a model without being stored
     (an MCP part's ``_meta``, a resource link's name): itself when it holds no credential;
@@ -685,11 +730,13 @@ def describe_findings(findings: Sequence[SecretFinding]) -> str:
 __all__ = [
     "DEFAULT_POLICY",
     "POLICIES",
+    "Screened",
     "SecretFinding",
     "SecretKind",
     "describe_findings",
     "find_secrets",
     "mask_secrets",
     "redact_secrets",
+    "screen_bytes",
     "screen_text",
 ]
