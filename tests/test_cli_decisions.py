@@ -334,6 +334,20 @@ def test_a_query_stopped_by_its_work_bound_says_narrow_it_not_raise_the_budget(
     assert "--budget" not in plain.stderr  # a larger budget would not help
 
 
+@pytest.mark.parametrize("command", ["grep", "query"])
+def test_a_pattern_or_expression_that_is_not_utf8_is_a_usage_error(
+    root: Path, command: str
+) -> None:
+    ref = offloaded_ref(root, ORDERS)
+
+    # What Python makes of a byte 0xFF on the command line (PEP 383): a lone surrogate.
+    result = run(root, command, ref, "paid\udcff")
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_query_evaluates_jmespath_on_a_json_artifact(root: Path) -> None:
     ref = offloaded_ref(root, ORDERS)
 

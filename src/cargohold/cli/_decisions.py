@@ -126,6 +126,10 @@ def _check_like_the_tools(what: str, text: str) -> None:
     """
     from cargohold._tools import _check_expression, _check_pattern, _Mistake
 
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the shell passed that are not UTF-8 (surrogate-escaped)
+        raise UsageError(f"{what} is not UTF-8 text; give it as UTF-8") from None
     check = _check_pattern if what == "pattern" else _check_expression
     try:
         check(text)
