@@ -9,7 +9,6 @@ its most severe outcome: conflict, then insufficient, then over budget, then sta
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from cargohold._records import PutResult, ReadOutcome
 from cargohold.cli._context import App, get_app
 from cargohold.cli._exit import OUTCOME_EXIT as READ_EXIT
 from cargohold.cli._exit import ExitCode
+from cargohold.cli._output import json_text
 
 if TYPE_CHECKING:
     from cargohold.envelopes import (
@@ -165,7 +165,7 @@ def _authority_options(function: Any) -> Any:
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json_text(value))  # C1 controls escaped: facts are an authority's text
 
 
 def _missing_line(missing: Missing) -> str:
