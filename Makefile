@@ -27,13 +27,13 @@ $(VENV)/bin/python:
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	@echo "cargohold: installing cargohold and its runtime dependencies (first run only, ~25 s)..."
+	@echo "cargohold: installing cargohold and its runtime dependencies (first run only, under a minute)..."
 	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e .
 	@touch $(STAMP)
 	@echo "cargohold: ready"
 
 $(DEV_STAMP): pyproject.toml | $(VENV)/bin/python
-	@echo "cargohold: installing the dev toolchain for the tests (first run only, ~2-3 min)..."
+	@echo "cargohold: installing the dev toolchain for the tests (first run only, a few minutes)..."
 	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e '.[dev,postgres]'
 	@touch $(STAMP) $(DEV_STAMP)
 	@echo "cargohold: ready for make test"
