@@ -8,6 +8,8 @@ request, and what it stored before stays readable. Cancellation travels upstream
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -116,6 +118,34 @@ def test_a_crashed_upstream_is_a_clear_error_then_restarted_and_nothing_stored_i
     assert_serving(proxied)
     assert (workdir / "starts").read_text().count("start") == starts + 1
     assert proxied.read_all(before.ref) == body
+
+
+def wait_for_exit(pid: int) -> None:
+    """Return once process ``pid`` has exited (a pidfd turns readable then); bounded."""
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # gone already
+    try:
+        ready, _, _ = select.select([handle], [], [], TIMEOUT)
+        assert ready, "the upstream did not exit in time"
+    finally:
+        os.close(handle)
+
+
+def test_the_first_request_after_an_idle_upstream_crash_restarts_it_and_is_answered(
+    proxied: Connected, workdir: Path
+) -> None:
+    # The proxy's SDK client lists an upstream's tools before it accepts a first result of
+    # one (to check its output schema): listed now, not after the upstream is gone.
+    proxied.run(proxied.client.list_tools)
+    answer = proxied.call("quit")  # answers, then the upstream exits while nothing is asked
+    wait_for_exit(int(answer.content[0].text))  # type: ignore[union-attr]
+    starts = (workdir / "starts").read_text().count("start")
+    proxied.call("artifact_info", {"ref": "artifact://sha256/" + "0" * 64})  # the proxy's own
+
+    assert_serving(proxied)  # the first upstream request after the crash: answered
+    assert (workdir / "starts").read_text().count("start") == starts + 1
 
 
 def test_a_call_the_client_cancels_is_cancelled_upstream(proxied: Connected) -> None:

@@ -28,21 +28,25 @@ import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 from mcp import Client, StdioServerParameters
+from mcp.client import Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.session import ServerSession
+from mcp.shared._stream_protocols import ReadStream, WriteStream  # the Transport's own types
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -209,19 +213,21 @@ class _Link:
         self._attempt.set()
         self._connecting = False
         self._lost = anyio.Event()
+        self._ended = anyio.Event()
 
-    def _new_client(self) -> Client:
+    def _new_client(self, ended: anyio.Event) -> Client:
         upstream = self._upstream
-        target: Any
+        inner: Transport
         if upstream.url is not None:
-            target = streamable_http_client(upstream.url, max_sse_event_size=self._max_event_bytes)
+            inner = streamable_http_client(upstream.url, max_sse_event_size=self._max_event_bytes)
         else:
             command = upstream.command
-            target = StdioServerParameters(
+            params = StdioServerParameters(
                 command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=upstream.cwd
             )
+            inner = stdio_client(params)
         return Client(
-            target,
+            _Watched(inner, ended),
             mode="legacy",  # the handshake every server in the field speaks
             cache=None,  # a proxy forwards: it never answers from a cache
             message_handler=self._on_message,
@@ -241,12 +247,17 @@ class _Link:
                 self._wanted = anyio.Event()
                 attempt = self._attempt  # the waiters of this attempt, and only they, settle
                 up = anyio.Event()
+                # Set when the upstream's output ends. The connection is not torn down then
+                # (an answer it sent last may still be on its way to its request): the next
+                # request that asks for the client finds it ended and reconnects.
+                ended = anyio.Event()
                 with anyio.CancelScope() as scope:
                     tasks.start_soon(self._watchdog, scope, up)
                     try:
-                        async with self._new_client() as client:
+                        async with self._new_client(ended) as client:
                             up.set()
                             self._lost = anyio.Event()
+                            self._ended = ended
                             self._client = client
                             self._settle(attempt)
                             await self._lost.wait()
@@ -278,9 +289,14 @@ class _Link:
     async def client(self) -> Client:
         """The live client, connecting first when there is none.
 
+        A connection whose upstream went away while idle (a stdio server that exited: its
+        output ended) is not used: the request that comes next starts the upstream again.
+
         Raises:
             UpstreamError: ``upstream_unavailable`` when no connection comes up in time.
         """
+        if self._client is not None and self._ended.is_set():
+            self.lost(self._client)  # gone while idle: this request starts it again
         if self._client is not None:
             return self._client
         if not self._connecting:
@@ -303,6 +319,78 @@ class _Link:
 
 async def _ignore_log(params: LoggingMessageNotificationParams) -> None:
     return None
+
+
+class _Watched:
+    """A client transport whose end is told: ``ended`` is set once its read stream ends.
+
+    An upstream that exits while nothing is asked of it (its stdout reaches its end) is
+    noticed then, so the next request starts it again instead of being sent into a closed
+    connection and failing with ``upstream_closed``.
+    """
+
+    def __init__(self, inner: Transport, ended: anyio.Event) -> None:
+        self._inner = inner
+        self._ended = ended
+
+    async def __aenter__(
+        self,
+    ) -> tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]:
+        read, write = await self._inner.__aenter__()
+        return _WatchedRead(read, self._ended), write
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+
+
+class _WatchedRead:
+    """The read stream of :class:`_Watched`: every item passes; its end sets ``ended``."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], ended: anyio.Event) -> None:
+        self._inner = inner
+        self._ended = ended
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item, when the inner stream keeps one."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._ended.set()
+            raise
+
+    async def aclose(self) -> None:
+        self._ended.set()
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _WatchedRead:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
 
 
 class _Peers:
