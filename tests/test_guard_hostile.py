@@ -549,3 +549,41 @@ def test_raw_content_at_any_depth_is_refused_and_never_a_recursion_error(
     except UsageError:
         return  # too deep to check: refused, typed
     assert report.request_bytes >= len("small")
+
+
+@pytest.mark.parametrize(
+    ("request_", "fmt"),
+    [
+        (
+            {"model": "m", "input": [{"type": {}, "role": "user", "content": raw()}]},
+            "openai-responses",
+        ),
+        (
+            {
+                "model": "m",
+                "messages": [{"role": "user", "content": [{"type": {}, "text": raw()}]}],
+            },
+            "openai-chat",
+        ),
+        (
+            {"model": "m", "messages": [{"role": "user", "content": [{"type": [], "t": raw()}]}]},
+            "anthropic",
+        ),
+        (
+            anthropic_request(
+                {
+                    "type": "tool_use",
+                    "id": "t",
+                    "name": "n",
+                    "input": {"type": ["image"], "q": raw()},
+                }
+            ),
+            "anthropic",
+        ),
+    ],
+)
+def test_a_block_whose_type_is_not_a_string_is_judged_not_a_type_error(
+    request_: dict[str, Any], fmt: str
+) -> None:
+    with pytest.raises(ContextLeakError):
+        Guard().check(request_, format=fmt)

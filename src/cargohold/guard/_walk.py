@@ -479,7 +479,7 @@ class Walker:
                 by a format's walk where the provider's schema puts them; none by default.
         """
         kind = value.get("type")
-        if kind in _IMAGE_TYPES:
+        if type(kind) is str and kind in _IMAGE_TYPES:  # a type that is not a string: content
             self.images += 1
             family = IMAGE
         for key, item in value.items():
@@ -631,12 +631,16 @@ def _small_text(value: object, floor: int) -> int:
     return size
 
 
+def _is_image_type(kind: object) -> bool:
+    return type(kind) is str and kind in _IMAGE_TYPES
+
+
 def _flat_input(value: object, floor: int) -> int:
     """Compact-JSON bytes of a tool call's input if the fast paths may tally it (an object of
     short keys and scalar values, not typed as an image, under ``floor``), else -1."""
     if (
         type(value) is not dict
-        or value.get("type") in _IMAGE_TYPES
+        or _is_image_type(value.get("type"))
         or not all(
             type(k) is str and len(k) <= _KEY_MAX and type(v) in _FLAT for k, v in value.items()
         )
