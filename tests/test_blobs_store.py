@@ -186,23 +186,40 @@ def test_a_put_of_bytes_whose_object_was_lost_uploads_them_again_and_heals_every
     assert ScopedStore(store, BOB).read(ref).data == data
 
 
-def test_an_object_no_row_names_is_reported_and_gc_never_deletes_it(
-    open_store: Any, blobs: str, clock: FakeClock
+def test_an_object_no_row_or_upload_names_is_reported_and_gc_deletes_it_but_no_unknown_key(
+    open_store: Any, blobs: str
 ) -> None:
     import obstore
 
     store = open_store()
-    ScopedStore(store, ALICE).put(body(100 * KiB))
+    kept = body(100 * KiB)
+    ref = ScopedStore(store, ALICE).put(kept).ref
     stray = "sha256/" + "ab" * 32 + "/" + "cd" * 16
     obstore.put(raw_bucket(blobs), stray, b"not put through the store")
     obstore.put(raw_bucket(blobs), "notes/readme.txt", b"someone else's object")
 
     findings = sorted((f.kind, f.digest) for f in store.verify())
     assert findings == [("orphan", "ab" * 32), ("unknown", None)]
-    clock.advance(30 * 86400)
     store.gc()
-    assert stray in objects(blobs)
+
+    assert stray not in objects(blobs)
     assert "notes/readme.txt" in objects(blobs)
+    assert [f.kind for f in store.verify()] == ["unknown"]
+    assert ScopedStore(store, ALICE).read(ref).data == kept
+
+
+def test_an_object_key_is_never_built_from_a_malformed_digest_or_nonce(
+    open_store: Any,
+) -> None:
+    from cargohold.store._blobs import ObjectTier
+
+    for digest, nonce in [
+        ("../" * 21 + "x", "cd" * 16),
+        ("ab" * 32, "../x"),
+        ("AB" * 32, "0" * 32),
+    ]:
+        with pytest.raises(StoreError):
+            ObjectTier.key(digest, nonce)
 
 
 def test_gc_deletes_the_object_of_a_collected_blob_and_keeps_the_ones_still_named(

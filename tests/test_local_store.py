@@ -385,6 +385,7 @@ def test_an_orphan_blob_is_reported_by_verify_and_removed_by_gc(
     assert (report.artifacts, report.blobs) == (dry.artifacts, dry.blobs) == (1, 2)
     assert report.bytes == len(data) + len(b"expiring")
     assert not orphan.exists()
+    assert local_store.store_usage() == Usage(0, 0)  # the counters never counted the orphan
     assert local_store.verify() == []
 
 

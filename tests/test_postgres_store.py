@@ -801,3 +801,118 @@ def test_a_put_that_replaces_an_expired_record_never_shortens_an_extension_commi
     finally:
         for store in (setup, late, early, check):
             store.close()
+
+
+# -- a tampered database: bad rows are never followed, never block a scope ----------------------
+
+
+def _tamper(pg_cluster: PgCluster, url: str, sql: str, *params: object) -> None:
+    with pg_cluster.connect(_dbname(url)) as conn:  # type: ignore[attr-defined]
+        conn.execute("SET session_replication_role = replica")  # foreign keys off
+        conn.execute(sql, params)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../../etc/passwd", "AB" * 32, "ab" * 31, "/" + "a" * 63],
+    ids=["path", "upper", "short", "abs"],
+)
+def test_a_record_with_a_malformed_digest_is_left_out_of_listings_kept_by_gc_and_reported(
+    store_url: str, pg_cluster: PgCluster, bad: str
+) -> None:
+    clock = FakeClock()
+    store = PostgresStore(store_url, clock=clock)
+    try:
+        scoped = ScopedStore(store, ALICE)
+        kept = scoped.put(b"a sound artifact").ref
+        damaged = scoped.put(b"an artifact whose row is edited", ttl=10).ref
+        _tamper(
+            pg_cluster,
+            store_url,
+            "UPDATE cargohold.artifacts SET digest = %s WHERE digest = %s",
+            bad,
+            damaged.digest,
+        )
+        clock.advance(11)
+
+        assert [record.ref for record in scoped.artifacts()] == [kept]
+        store.gc()
+        findings = store.verify()
+        with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+            (left,) = conn.execute(
+                "SELECT count(*) FROM cargohold.artifacts WHERE digest = %s", (bad,)
+            ).fetchone()
+    finally:
+        store.close()
+
+    assert left == 1
+    assert ("corrupt", None) in [(f.kind, f.digest) for f in findings]
+    assert all(f.digest is None or len(f.digest) == 64 for f in findings)
+
+
+def test_a_read_of_a_record_with_an_unknown_sensitivity_raises_a_store_error(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(b"an artifact whose row is edited").ref
+    _tamper(
+        pg_cluster,
+        store_url,
+        "UPDATE cargohold.artifacts SET sensitivity = 'x' WHERE digest = %s",
+        ref.digest,
+    )
+
+    for verb in (scoped.read, scoped.stat):
+        with pytest.raises(StoreError) as raised:
+            verb(ref)
+        assert not isinstance(raised.value, UsageError)
+    assert scoped.artifacts() == []
+
+
+def test_verify_reports_a_record_whose_size_is_not_its_blobs(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(b"twelve bytes").ref
+    _tamper(
+        pg_cluster,
+        store_url,
+        "UPDATE cargohold.artifacts SET size = 5 WHERE digest = %s",
+        ref.digest,
+    )
+
+    assert scoped.read(ref).outcome is ReadOutcome.STALE
+    assert [(f.kind, f.digest) for f in store.verify()] == [("corrupt", ref.digest)]
+
+
+def test_verify_reports_a_record_pointed_at_another_blob(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    mine = ScopedStore(store, ALICE).put(b"alice's bytes").ref
+    other = ScopedStore(store, BOB).put(b"bob's").ref
+    _tamper(
+        pg_cluster,
+        store_url,
+        "UPDATE cargohold.artifacts SET digest = %s WHERE digest = %s",
+        other.digest,
+        mine.digest,
+    )
+
+    assert ("corrupt", other.digest) in [(f.kind, f.digest) for f in store.verify()]
+
+
+def test_gc_removes_a_blob_row_no_record_names(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    scoped.put(b"kept")
+    ref = scoped.put(b"its record is deleted behind the store's back").ref
+    _tamper(pg_cluster, store_url, "DELETE FROM cargohold.artifacts WHERE digest = %s", ref.digest)
+    assert [(f.kind, f.digest) for f in store.verify()] == [("orphan", ref.digest)]
+    dry = store.gc(dry_run=True)
+
+    report = store.gc()
+
+    assert dry.blobs == report.blobs == 1
+    assert store.verify() == []
+    assert store.store_usage() == Usage(1, len(b"kept"))

@@ -529,11 +529,12 @@ _HOUSEKEEPING = frozenset({"orphan", "staging"})
 def verify(as_json: bool) -> None:
     """Re-hash every blob in the store and report what is wrong; exit 1 on damage.
 
-    Damage (exit 1): corrupt (bytes do not match their digest, or not a plain file where a
-    blob should be), missing_blob (a record whose bytes are gone), permissions (a file not 0600
-    or a directory not 0700), unknown (an entry the store did not make). Housekeeping (reported,
-    exit 0): orphan (bytes no record names), staging (a staged file whose writer died; gc
-    removes it). Nothing is deleted or repaired.
+    Damage (exit 1): corrupt (bytes do not match their digest, a record whose size is not its
+    blob's, a malformed index row, or not a plain file where a blob should be), missing_blob (a
+    record whose bytes are gone), permissions (a file not 0600 or a directory not 0700), unknown
+    (an entry the store did not make). Housekeeping (reported, exit 0): orphan (bytes no record
+    names) and staging (a staged file whose writer died), which gc removes. Nothing is deleted
+    or repaired here.
 
     \b
     Example:

@@ -192,8 +192,16 @@ class ObjectTier:
 
     @staticmethod
     def key(digest: str, nonce: str) -> str:
-        """The object key (under the prefix) of one upload of ``digest``."""
-        return f"sha256/{digest}/{nonce}"
+        """The object key (under the prefix) of one upload of ``digest``.
+
+        Raises:
+            StoreError: the digest or the nonce is not one the store makes (a row read from a
+                damaged database): no key outside ``sha256/<64 hex>/<32 hex>`` is ever built.
+        """
+        key = f"sha256/{digest}/{nonce}"
+        if not isinstance(digest, str) or not isinstance(nonce, str) or not _KEY.fullmatch(key):
+            raise StoreError("a blob row of the store is malformed: run `cargohold verify`")
+        return key
 
     # -- transfers ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from cargohold._errors import CargoholdError, StoreError, UsageError
 from cargohold._records import (
     CHUNK_SIZE,
     ArtifactRecord,
+    Finding,
     Limits,
     PutRequest,
     Sensitivity,
@@ -271,3 +272,39 @@ def record_from_row(row: Any) -> ArtifactRecord:
         raise
     except (CargoholdError, ValueError) as exc:
         raise MalformedRowError(MALFORMED) from exc
+
+
+def record_findings(rows: list[Any]) -> list[Finding]:
+    """What is wrong with the index's records: malformed rows, rows without a blob row, and
+    rows whose size is not their blob's (a row edited, or pointed at other bytes).
+
+    ``rows`` are records in ``RECORD_COLUMNS`` order followed by the owner's three parts,
+    whether a blob row backs the record, and that blob's size. A malformed row's digest is
+    never quoted (it may be a path).
+    """
+    found: list[tuple[str, str, str]] = []
+    for row in rows:
+        *owner, backed, blob_size = row[RECORD_WIDTH:]
+        try:
+            record = record_from_row(row)
+            if not all(isinstance(part, str) for part in owner):
+                raise MalformedRowError(MALFORMED)
+        except MalformedRowError:
+            found.append(("corrupt", "", "an index record is malformed (never followed)"))
+            continue
+        if not backed:
+            found.append(("missing_blob", record.ref.digest, "a record has no blob row"))
+        elif blob_size != record.size:
+            found.append(("corrupt", record.ref.digest, "a record's size is not its blob's"))
+    return [Finding(kind, digest or None, detail) for kind, digest, detail in sorted(set(found))]
+
+
+def sound_records(rows: list[Any]) -> list[ArtifactRecord]:
+    """The records of ``rows``, leaving out the malformed ones (``verify`` reports them)."""
+    records = []
+    for row in rows:
+        try:
+            records.append(record_from_row(row))
+        except MalformedRowError:
+            continue
+    return records

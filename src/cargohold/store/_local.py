@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cargohold._errors import (
     CargoholdError,
@@ -70,7 +70,6 @@ from cargohold._scope import Scope
 from cargohold.store._core import (
     MALFORMED,
     RECORD_COLUMNS,
-    RECORD_WIDTH,
     MalformedRowError,
     PreparedWrite,
     chunk_digests,
@@ -78,8 +77,10 @@ from cargohold.store._core import (
     is_digest,
     needs_refresh,
     prepare_write,
+    record_findings,
     record_from_row,
     row_int,
+    sound_records,
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
@@ -752,7 +753,7 @@ class LocalStore:
                 _SELECT_ALL,
                 scope.owner,
             ).fetchall()
-        return _sound_records(rows)
+        return sound_records(rows)
 
     def usage(self, scope: Scope) -> Usage:
         with _translated(), self._lock:
@@ -838,8 +839,14 @@ class LocalStore:
                     if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
                         doomed.append((tenant, digest, size))
                     # else no blob row (nothing to remove) or a malformed one (kept, reported)
-            freed = sum(size for _, _, size in doomed) + sum(size for _, _, size in orphans)
-            report = GcReport(len(expired), len(doomed) + len(orphans), freed, dry_run)
+            freed = sum(size for _, _, size in doomed)
+            # Orphans are reported with the blobs removed; the counters never counted them.
+            report = GcReport(
+                len(expired),
+                len(doomed) + len(orphans),
+                freed + sum(size for _, _, size in orphans),
+                dry_run,
+            )
             if dry_run:
                 return report
             db.executemany(
@@ -960,7 +967,7 @@ class LocalStore:
                 + ", a.tenant, a.user, a.session, b.digest IS NOT NULL, b.size"
                 " FROM artifacts a LEFT JOIN blobs b ON a.tenant = b.tenant AND a.digest = b.digest"
             ).fetchall()
-        findings.extend(_record_findings(records))
+        findings.extend(record_findings(records))
         sound = []
         for row in blobs:
             tenant, digest, size, chunk_size, chunks = row
@@ -1130,6 +1137,11 @@ class LocalStore:
             handle.seek(offset)
             handle.write(bytes([byte[0] ^ 0xFF]))
 
+    def lose_for_tests(self, tenant: str, ref: Ref) -> None:
+        """Delete the blob file of ``ref`` in ``tenant`` and keep every row, as a disk fault or
+        a stray ``rm`` would. For tests of ``stale`` and of a put that heals it."""
+        os.unlink(self._blob_path(tenant, ref.digest))
+
     def blob_path_for_tests(self, tenant: str, ref: Ref) -> Path:
         """Where a blob lives, for tests that attack the filesystem (symlinks, permissions)."""
         return self._blob_path(tenant, ref.digest)
@@ -1147,42 +1159,6 @@ def _absent(db: sqlite3.Connection, scope: Scope, ref: Ref) -> ReadResult:
         (scope.tenant, ref.digest),
     ).fetchone()
     return ReadResult(ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING, ref)
-
-
-def _record_findings(rows: list[Any]) -> list[Finding]:
-    """What is wrong with the index's records: malformed rows, rows without a blob row, and
-    rows whose size is not their blob's (a row edited, or pointed at other bytes).
-
-    ``rows`` are records in ``RECORD_COLUMNS`` order followed by the owner's three parts,
-    whether a blob row backs the record, and that blob's size. A malformed row's digest is
-    never quoted (it may be a path).
-    """
-    found: list[tuple[str, str, str]] = []
-    for row in rows:
-        *owner, backed, blob_size = row[RECORD_WIDTH:]
-        try:
-            record = record_from_row(row)
-            if not all(isinstance(part, str) for part in owner):
-                raise MalformedRowError(MALFORMED)
-        except MalformedRowError:
-            found.append(("corrupt", "", "an index record is malformed (never followed)"))
-            continue
-        if not backed:
-            found.append(("missing_blob", record.ref.digest, "a record has no blob row"))
-        elif blob_size != record.size:
-            found.append(("corrupt", record.ref.digest, "a record's size is not its blob's"))
-    return [Finding(kind, digest or None, detail) for kind, digest, detail in sorted(set(found))]
-
-
-def _sound_records(rows: list[Any]) -> list[ArtifactRecord]:
-    """The records of ``rows``, leaving out the malformed ones (``verify`` reports them)."""
-    records = []
-    for row in rows:
-        try:
-            records.append(record_from_row(row))
-        except MalformedRowError:
-            continue
-    return records
 
 
 def _listdir(path: str) -> list[str]:

@@ -88,7 +88,11 @@ class MemoryStore:
                 if needs_refresh(old.expires, now, write.ttl):
                     record = replace(old, expires=now + write.ttl)
                     self._artifacts[key] = record
-                return PutResult(write.ref, record, existing=True, blob_written=False)
+                # A record is a promise only with its bytes: bytes lost since are put back.
+                healed = blob_key not in self._blobs
+                if healed:
+                    self._blobs[blob_key] = _Blob(bytearray(write.data), chunk_digests(write.data))
+                return PutResult(write.ref, record, existing=True, blob_written=healed)
             objects, size = self._session_usage(scope.owner, now)
             self.limits.check_session(objects, size, len(write.data))
             blob_written = blob_key not in self._blobs
@@ -244,6 +248,12 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release; the contents live until the object is dropped."""
+
+    def lose_for_tests(self, tenant: str, ref: Ref) -> None:
+        """Drop the stored bytes of ``ref`` in ``tenant`` and keep every record, as a deleted
+        file would. For tests of ``stale`` and of a put that heals it."""
+        with self._lock:
+            del self._blobs[(tenant, ref.digest)]
 
     def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
         """Flip one stored byte, as a disk fault would. For tests of the ``stale`` outcome."""

@@ -124,7 +124,9 @@ from cargohold.store._core import (
     clip_range,
     needs_refresh,
     prepare_write,
+    record_findings,
     record_from_row,
+    sound_records,
     verify_range,
 )
 from cargohold.store._location import DEFAULT_THRESHOLD
@@ -181,6 +183,11 @@ _OWNED = 'a.tenant = %(tenant)s AND a."user" = %(user)s AND a.session = %(sessio
 _SQL_TEMPLATES = {
     "select_one": "SELECT {cols} FROM {s}.artifacts a WHERE {owned} AND a.digest = %(digest)s",
     "select_all": "SELECT {cols} FROM {s}.artifacts a WHERE {owned} ORDER BY a.created, a.digest",
+    # A put's lookup: the record, whether a blob row backs it and where its body is (NULL:
+    # in the row), so a repeated put can tell a record whose bytes were lost (see _existing).
+    "select_put": "SELECT {cols}, b.tenant IS NOT NULL, b.object FROM {s}.artifacts a"
+    " LEFT JOIN {s}.blobs b ON b.tenant = a.tenant AND b.digest = a.digest"
+    " WHERE {owned} AND a.digest = %(digest)s",
     "tenant_has": "SELECT EXISTS (SELECT 1 FROM {s}.artifacts"
     " WHERE tenant = %(tenant)s AND digest = %(digest)s)",
     # One round trip per read: the record, the chunk digests, and only the bytes the answer
@@ -252,6 +259,14 @@ _SQL_TEMPLATES = {
     "forget_doomed": "DELETE FROM {s}.object_intents"
     " WHERE object = ANY(%(objects)s::text[]) AND state = 'delete'",
     "intents": "SELECT object FROM {s}.object_intents",
+    "named_objects": "SELECT object FROM {s}.blobs WHERE object IS NOT NULL",
+    # An orphan is doomed only while still unnamed: a row or an intent made since the
+    # listing (impossible by the protocol, checked anyway) keeps it.
+    "doom_orphans": "INSERT INTO {s}.object_intents (object, digest, state, since)"
+    " SELECT o, d, 'delete', extract(epoch FROM clock_timestamp())"
+    " FROM unnest(%(objects)s::text[], %(digests)s::text[]) AS x(o, d)"
+    " WHERE NOT EXISTS (SELECT 1 FROM {s}.blobs WHERE object = o)"
+    " ON CONFLICT (object) DO NOTHING",
     "object_known": "SELECT EXISTS (SELECT 1 FROM {s}.blobs WHERE object = %(object)s)"
     " OR EXISTS (SELECT 1 FROM {s}.object_intents WHERE object = %(object)s)",
     "precheck": "SELECT (SELECT count(*) FROM {s}.artifacts WHERE tenant = %(tenant)s"
@@ -290,19 +305,23 @@ _SQL_TEMPLATES = {
     " SELECT key FROM made UNION ALL SELECT key FROM {s}.marker_key WHERE id = 1",
     "count_blob": "UPDATE {s}.stats SET objects = objects + 1, bytes = bytes + %(size)s"
     " WHERE id = 1 RETURNING objects, bytes",
+    # A digest that is not 64 hex (a tampered row: artifacts.digest has no CHECK of its own)
+    # is never followed; verify reports it. Blob rows no record names (none of the put's
+    # making, but a tampered or restored database may hold them) are collected too.
     "expired_blobs": "SELECT DISTINCT tenant, digest FROM {s}.artifacts"
-    " WHERE expires <= %(now)s ORDER BY tenant, digest",
+    " WHERE expires <= %(now)s AND digest ~ '^[0-9a-f]{64}$'"
+    " UNION SELECT tenant, digest FROM {s}.blobs b WHERE NOT EXISTS (SELECT 1 FROM"
+    " {s}.artifacts a WHERE a.tenant = b.tenant AND a.digest = b.digest)"
+    " ORDER BY tenant, digest",
+    # The blobs gc would remove are exactly those no live record names: those whose records
+    # all expired, and those no record names at all.
     "dry_run_gc": "SELECT count(*),"
-    " (SELECT count(*) FROM {s}.blobs b WHERE EXISTS (SELECT 1 FROM {s}.artifacts x"
-    "   WHERE x.tenant = b.tenant AND x.digest = b.digest AND x.expires <= %(now)s)"
-    "  AND NOT EXISTS (SELECT 1 FROM {s}.artifacts y"
+    " (SELECT count(*) FROM {s}.blobs b WHERE NOT EXISTS (SELECT 1 FROM {s}.artifacts y"
     "   WHERE y.tenant = b.tenant AND y.digest = b.digest AND y.expires > %(now)s)),"
-    " (SELECT coalesce(sum(size), 0)::bigint FROM {s}.blobs b WHERE EXISTS (SELECT 1"
-    "   FROM {s}.artifacts x WHERE x.tenant = b.tenant AND x.digest = b.digest"
-    "   AND x.expires <= %(now)s)"
-    "  AND NOT EXISTS (SELECT 1 FROM {s}.artifacts y"
-    "   WHERE y.tenant = b.tenant AND y.digest = b.digest AND y.expires > %(now)s))"
-    " FROM {s}.artifacts WHERE expires <= %(now)s",
+    " (SELECT coalesce(sum(size), 0)::bigint FROM {s}.blobs b WHERE NOT EXISTS (SELECT 1"
+    "   FROM {s}.artifacts y WHERE y.tenant = b.tenant AND y.digest = b.digest"
+    "   AND y.expires > %(now)s))"
+    " FROM {s}.artifacts WHERE expires <= %(now)s AND digest ~ '^[0-9a-f]{64}$'",
     "lock_blobs": "SELECT 1 FROM {s}.blobs WHERE (tenant, digest) IN"
     " (SELECT * FROM unnest(%(tenants)s::text[], %(digests)s::text[]))"
     " ORDER BY tenant, digest FOR UPDATE",
@@ -319,9 +338,15 @@ _SQL_TEMPLATES = {
     "verify_blob": "SELECT size, chunk_size, chunks, data, EXISTS (SELECT 1 FROM {s}.artifacts a"
     " WHERE a.tenant = b.tenant AND a.digest = b.digest), object"
     " FROM {s}.blobs b WHERE tenant = %(tenant)s AND digest = %(digest)s",
-    "unbacked": "SELECT DISTINCT a.digest FROM {s}.artifacts a WHERE NOT EXISTS"
-    " (SELECT 1 FROM {s}.blobs b WHERE b.tenant = a.tenant AND b.digest = a.digest)"
-    " ORDER BY a.digest",
+    # Every record with the owner, whether a blob row backs it, and that blob's size.
+    "records_check": 'SELECT {cols}, a.tenant, a."user", a.session, b.tenant IS NOT NULL,'
+    " b.size FROM {s}.artifacts a"
+    " LEFT JOIN {s}.blobs b ON b.tenant = a.tenant AND b.digest = a.digest",
+    # The counters follow, as if the row had never been counted: the put that heals counts it.
+    "lose": "WITH gone AS (DELETE FROM {s}.blobs WHERE tenant = %(tenant)s"
+    " AND digest = %(digest)s RETURNING size) UPDATE {s}.stats SET"
+    " objects = objects - (SELECT count(*) FROM gone),"
+    " bytes = bytes - (SELECT coalesce(sum(size), 0) FROM gone) WHERE id = 1",
     "corrupt": "UPDATE {s}.blobs SET data = set_byte(data, %(offset)s,"
     " 255 - get_byte(data, %(offset)s)) WHERE tenant = %(tenant)s AND digest = %(digest)s",
 }
@@ -625,9 +650,9 @@ class PostgresStore:
         upload), or an announced upload when no blob row holds these bytes yet, or ``None``
         (a blob row exists: the put's transaction checks its object)."""
         key = _owner(scope, write.ref.digest)
-        row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+        row = conn.execute(self._sql.select_put, key, binary=True).fetchone()
         if row is not None:
-            found = self._existing(conn, key, record_from_row(row), write)
+            found = self._existing(conn, key, row, write)
             if found is not None:
                 return found
         return self._announce_on(conn, scope, write, None)
@@ -702,11 +727,12 @@ class PostgresStore:
             upload.consumed = False  # this attempt's transaction has not consumed it (yet)
         key = _owner(scope, write.ref.digest)
         # The cheap path: this owner already holds these bytes, alive. One lookup, rarely a write.
-        row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+        row = conn.execute(self._sql.select_put, key, binary=True).fetchone()
         if row is not None:
-            found = self._existing(conn, key, record_from_row(row), write)
+            found = self._existing(conn, key, row, write)
             if found is not None:
                 return found
+        live: ArtifactRecord | None = None
         with conn.transaction():
             # Serializes this session's new artifacts: its quota is counted and consumed under
             # the lock. Taken first, before any row lock (see the module docstring).
@@ -714,37 +740,48 @@ class PostgresStore:
                 "SELECT pg_advisory_xact_lock(%s)",
                 (migrations.lock_key(self._schema, *scope.owner),),
             )
-            row = conn.execute(self._sql.select_one, key, binary=True).fetchone()
+            row = conn.execute(self._sql.select_put, key, binary=True).fetchone()
+            now = self._clock()
             if row is not None:
-                found = self._existing(conn, key, record_from_row(row), write)
+                found = self._existing(conn, key, row, write)
                 if found is not None:
                     return found
-            now = self._clock()
-            objects, held = conn.execute(
-                self._sql.session_usage, {**key, "now": now}
-            ).fetchone() or (0, 0)
-            self.limits.check_session(int(objects), int(held), len(write.data))
+                old = record_from_row(row)
+                if old.expires > now:
+                    live = old  # alive, but its bytes were lost: put them back, keep the record
+            if live is None:
+                objects, held = conn.execute(
+                    self._sql.session_usage, {**key, "now": now}
+                ).fetchone() or (0, 0)
+                self.limits.check_session(int(objects), int(held), len(write.data))
             blob_written = self._hold_blob(conn, scope.tenant, write, now, upload)
             expires = now + write.ttl
-            conn.execute(
-                self._sql.upsert_artifact,
-                {
-                    **key,
-                    "size": len(write.data),
-                    "media_type": write.media_type,
-                    "kind": write.kind,
-                    "tool": write.tool,
-                    "now": now,
-                    "expires": expires,
-                    "sensitivity": write.sensitivity.value,
-                    "complete": write.complete,
-                    "classification": write.classification,
-                    "task": scope.task,
-                    "worker": scope.worker,
-                    "agent": scope.agent,
-                    "parent": None if write.parent is None else str(write.parent),
-                },
-            )
+            if live is not None:
+                extended = conn.execute(
+                    self._sql.refresh, {**key, "expires": expires, "now": now}
+                ).fetchone()
+                if extended is not None:
+                    live = dataclasses.replace(live, expires=float(extended[0]))
+            else:
+                conn.execute(
+                    self._sql.upsert_artifact,
+                    {
+                        **key,
+                        "size": len(write.data),
+                        "media_type": write.media_type,
+                        "kind": write.kind,
+                        "tool": write.tool,
+                        "now": now,
+                        "expires": expires,
+                        "sensitivity": write.sensitivity.value,
+                        "complete": write.complete,
+                        "classification": write.classification,
+                        "task": scope.task,
+                        "worker": scope.worker,
+                        "agent": scope.agent,
+                        "parent": None if write.parent is None else str(write.parent),
+                    },
+                )
             if blob_written:
                 # Last before commit: the counters row is the one lock every new blob shares.
                 counted = conn.execute(self._sql.count_blob, {"size": len(write.data)}).fetchone()
@@ -752,6 +789,11 @@ class PostgresStore:
                 self.limits.check_store(
                     int(objects) - 1, int(held) - len(write.data), len(write.data)
                 )
+        if live is not None:
+            # The bytes went back under the record the owner already had (a new blob row, or
+            # its lost object replaced by this put's upload).
+            wrote = blob_written or (upload is not None and upload.consumed)
+            return PutResult(write.ref, live, existing=True, blob_written=wrote)
         record = ArtifactRecord(
             ref=write.ref,
             size=len(write.data),
@@ -771,19 +813,33 @@ class PostgresStore:
         return PutResult(write.ref, record, existing=False, blob_written=blob_written)
 
     def _existing(
-        self, conn: _Conn, key: dict[str, Any], record: ArtifactRecord, write: PreparedWrite
+        self, conn: _Conn, key: dict[str, Any], row: tuple[Any, ...], write: PreparedWrite
     ) -> PutResult | None:
-        """The owner's live record of these bytes, its life extended if due; ``None`` if none."""
+        """The owner's live record of these bytes with its bytes behind it, its life extended
+        if due; ``None`` if none (or its bytes were lost: the caller puts them back).
+
+        ``row`` is a ``select_put`` row. A body in the row is there by the schema's checks; a
+        body in the bucket is asked for with a HEAD request, so a repeated put never reports
+        success over an object deleted behind the store's back.
+        """
+        record = record_from_row(row)
+        backed, nonce = row[RECORD_WIDTH:]
         now = self._clock()
         if record.expires <= now:
             return None  # expired: counts again toward the quota, so take the full path
+        if not backed:
+            return None
+        if nonce is not None and self._bucket().size(write.ref.digest, str(nonce)) != len(
+            write.data
+        ):
+            return None
         if needs_refresh(record.expires, now, write.ttl):
-            row = conn.execute(
+            refreshed = conn.execute(
                 self._sql.refresh, {**key, "expires": now + write.ttl, "now": now}
             ).fetchone()
-            if row is None:
+            if refreshed is None:
                 return None  # expired (or collected) since the lookup
-            record = dataclasses.replace(record, expires=float(row[0]))
+            record = dataclasses.replace(record, expires=float(refreshed[0]))
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
     def _hold_blob(
@@ -1014,7 +1070,13 @@ class PostgresStore:
             return _Fetch(record, begin, stop, int(chunk_size), bytes(chunks), str(nonce))
         if begin == 0 and stop == record.size:
             body = bytes(data) if data is not None else None
-            if body is None or hashlib.sha256(body).hexdigest() != ref.digest:
+            # The record's size is checked too: a record edited to another size than its
+            # blob's is damage (verify reports it), never an answer of the wrong length.
+            if (
+                body is None
+                or len(body) != record.size
+                or hashlib.sha256(body).hexdigest() != ref.digest
+            ):
                 return stale
             return ReadResult(ReadOutcome.RESOLVED, ref, body, record, begin)
         span = b"" if data is None else bytes(data)
@@ -1031,9 +1093,15 @@ class PostgresStore:
         return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
 
     def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
+        """Every record of the scope's owner, oldest first; see :meth:`StoreBackend.artifacts`.
+
+        A malformed row (a digest that is not 64 lowercase hex, an unknown sensitivity) is
+        left out, so one damaged row never hides the rest of a scope; ``verify`` reports it.
+        """
+
         def op(conn: _Conn) -> list[ArtifactRecord]:
             rows = conn.execute(self._sql.select_all, _owner(scope, ""), binary=True).fetchall()
-            return [record_from_row(row) for row in rows]
+            return sound_records(rows)
 
         return self._call(op, idempotent=True)
 
@@ -1102,11 +1170,39 @@ class PostgresStore:
                 if progress is not None:
                     progress(min((done + 1) * GC_BATCH, total), total)
             if self._tier is not None:
+                self._delete_orphans(conn, self._tier)
                 self._delete_doomed(conn, self._tier)
             return GcReport(removed, blobs, freed, False)
 
         # Not retried: a gc that lost its connection committed whole batches only; run it again.
         return self._call(op, idempotent=False)
+
+    def _delete_orphans(self, conn: _Conn, tier: ObjectTier) -> None:
+        """Doom the objects in the bucket that neither a blob row nor an intent names.
+
+        The bucket is listed before the rows are read. Every object a writer uploads is
+        announced (an intent) before the upload starts, and its intent goes only in the
+        transaction that makes a blob row name it: an object listed then, and named by no row
+        and no intent read afterwards, is one no writer can still commit (a crash's or a
+        reaped upload's leftover). Keys the store did not make are never touched.
+        """
+        listed = [entry for entry in tier.listing() if entry is not None]
+        if not listed:
+            return
+        known = {str(obj) for (obj,) in conn.execute(self._sql.intents)}
+        known.update(str(obj) for (obj,) in conn.execute(self._sql.named_objects))
+        orphans = sorted({(digest, nonce) for digest, nonce in listed if nonce not in known})
+        for start in range(0, len(orphans), GC_BATCH):
+            batch = orphans[start : start + GC_BATCH]
+            # Recorded as deletes first, as every delete is: a gc killed midway is finished by
+            # the next, and an object is never deleted without an intent saying so.
+            conn.execute(
+                self._sql.doom_orphans,
+                {
+                    "objects": [nonce for _, nonce in batch],
+                    "digests": [digest for digest, _ in batch],
+                },
+            )
 
     def _delete_doomed(self, conn: _Conn, tier: ObjectTier) -> None:
         """Delete the objects no row names any more, then forget them.
@@ -1124,10 +1220,9 @@ class PostgresStore:
 
     def verify(self, *, progress: Progress | None = None) -> list[Finding]:
         def op(conn: _Conn) -> list[Finding]:
-            findings = [
-                Finding("missing_blob", str(digest), "a record has no blob row")
-                for (digest,) in conn.execute(self._sql.unbacked)
-            ]
+            findings = record_findings(
+                conn.execute(self._sql.records_check, binary=True).fetchall()
+            )
             # The bucket is listed before the rows are read: an object listed then is named by
             # a row or an intent read afterwards, unless gc deleted it in between.
             listed = list(self._tier.listing()) if self._tier is not None else []
@@ -1242,6 +1337,28 @@ class PostgresStore:
         self._closed = True
         with contextlib.suppress(psycopg.Error):
             self._pool.close()
+
+    def lose_for_tests(self, tenant: str, ref: Ref) -> None:
+        """Lose the bytes of ``ref`` in ``tenant`` and keep every record, for tests of ``stale``
+        and of a put that heals it: with the blob tier, delete the object behind the store's
+        back; without, delete the blob row with the foreign keys bypassed (which needs a
+        superuser, as a test cluster's role is), as a restore that lost a table would."""
+        row = self._call(
+            lambda conn: conn.execute(
+                self._sql.blob_object, {"tenant": tenant, "digest": ref.digest}
+            ).fetchone(),
+            idempotent=True,
+        )
+        if row is not None and row[0] is not None and self._tier is not None:
+            self._tier.delete([(ref.digest, str(row[0]))])
+            return
+
+        def op(conn: _Conn) -> None:
+            with conn.transaction():
+                conn.execute("SET LOCAL session_replication_role = replica")
+                conn.execute(self._sql.lose, {"tenant": tenant, "digest": ref.digest})
+
+        self._call(op, idempotent=False)
 
     def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
         """Flip one stored byte in place, as a disk fault would. For tests of ``stale``."""

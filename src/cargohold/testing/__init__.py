@@ -24,8 +24,8 @@ star-import the suite into it::
         return LocalHarness(tmp_path)
 
 A third-party backend implements :class:`StoreHarness` for itself (``open``, ``corrupt``,
-``reopen`` and a ``name``). For pytest's detailed assertion messages inside the suite, register
-the module for assertion rewriting in your ``conftest.py`` before it is imported::
+``lose``, ``reopen`` and a ``name``). For pytest's detailed assertion messages inside the suite,
+register the module for assertion rewriting in your ``conftest.py`` before it is imported::
 
     pytest.register_assert_rewrite("cargohold.testing.conformance")
 

@@ -68,6 +68,11 @@ class StoreHarness(Protocol):
         when the backend's data does not outlive its handle (memory)."""
         ...
 
+    def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        """Remove the stored bytes of ``ref`` in ``tenant`` and keep every record of them, as a
+        deleted file or object would, bypassing the store's own write path."""
+        ...
+
 
 class MemoryHarness:
     """The harness of :class:`~cargohold.MemoryStore`: nothing outlives a handle."""
@@ -87,6 +92,11 @@ class MemoryHarness:
 
     def reopen(self, store: StoreBackend) -> StoreBackend | None:
         return None
+
+    def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        if not isinstance(store, MemoryStore):
+            raise TypeError("MemoryHarness damages MemoryStore instances only")
+        store.lose_for_tests(tenant, ref)
 
 
 class LocalHarness:
@@ -126,3 +136,8 @@ class LocalHarness:
             raise TypeError("LocalHarness reopens LocalStore instances only")
         root, limits, clock = self._opened[store]
         return self._open_at(root, limits, clock)
+
+    def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        if not isinstance(store, LocalStore):
+            raise TypeError("LocalHarness damages LocalStore instances only")
+        store.lose_for_tests(tenant, ref)

@@ -92,3 +92,10 @@ class PostgresHarness:
             raise TypeError("PostgresHarness reopens PostgresStore instances only")
         schema, limits, clock = self._opened[store]
         return self._open_in(schema, limits, clock)
+
+    def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        from cargohold.store._postgres import PostgresStore
+
+        if not isinstance(store, PostgresStore):
+            raise TypeError("PostgresHarness damages PostgresStore instances only")
+        store.lose_for_tests(tenant, ref)

@@ -89,6 +89,10 @@ class StoreCase:
         """Flip one stored byte of ``ref`` in ``scope``'s tenant."""
         self.harness.corrupt(store, scope.tenant, ref, offset)
 
+    def lose(self, store: StoreBackend, scope: Scope, ref: Ref) -> None:
+        """Remove the stored bytes of ``ref`` in ``scope``'s tenant, keeping its records."""
+        self.harness.lose(store, scope.tenant, ref)
+
     def close(self) -> None:
         """Close every store opened here."""
         while self._opened:
@@ -437,6 +441,63 @@ def test_a_range_in_an_untouched_chunk_still_resolves(
 
     assert result.outcome is ReadOutcome.RESOLVED
     assert result.data == data[start:end]
+
+
+LOST_SIZES = [0, 1, CHUNK + 1, 3 * CHUNK]
+"""Bodies whose bytes a test loses: empty, tiny, and over a chunk (and over the blob tier's
+threshold of 0 in its conformance run)."""
+
+
+@pytest.mark.parametrize("size", LOST_SIZES)
+def test_a_put_by_the_same_owner_after_its_bytes_were_lost_leaves_a_readable_artifact(
+    store_case: StoreCase, size: int
+) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    data = body(size, seed=21)
+    first = scoped.put(data)
+    store_case.lose(store, ALICE, first.ref)
+    assert scoped.read(first.ref).outcome is ReadOutcome.STALE
+
+    again = scoped.put(data)
+
+    assert again.existing is True
+    assert again.blob_written is True
+    assert again.record.created == first.record.created
+    assert scoped.read(again.ref).data == data
+    assert scoped.read(again.ref, start=size // 2).data == data[size // 2 :]
+    assert store.usage(ALICE) == Usage(1, size)
+    assert store.store_usage().objects == 1
+    assert [f.kind for f in store.verify()] == []
+
+
+def test_a_put_from_another_session_after_the_bytes_were_lost_heals_every_record(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    data = body(CHUNK + 1, seed=22)
+    ref = ScopedStore(store, ALICE).put(data).ref
+    store_case.lose(store, ALICE, ref)
+
+    ScopedStore(store, ALICE_LATER).put(data)
+
+    assert ScopedStore(store, ALICE).read(ref).data == data
+    assert ScopedStore(store, ALICE_LATER).read(ref).data == data
+    assert store.verify() == []
+
+
+def test_lost_bytes_are_a_missing_blob_finding_of_verify_and_gc_keeps_the_record(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    ref = scoped.put(body(100, seed=23)).ref
+    store_case.lose(store, ALICE, ref)
+
+    store.gc()
+
+    assert [(f.kind, f.digest) for f in store.verify()] == [("missing_blob", ref.digest)]
+    assert scoped.stat(ref).outcome is ReadOutcome.RESOLVED
 
 
 def test_stat_answers_from_the_record_without_reading_the_bytes(store_case: StoreCase) -> None:
