@@ -754,6 +754,34 @@ def test_put_and_cat_import_neither_pydantic_nor_rich_nor_the_decision_commands(
     assert done.stderr.splitlines()[-1] == "[]"  # stdout holds the reference and the bytes
 
 
+@pytest.mark.parametrize(
+    ("data", "sniffed"),
+    [(LOG, False), (b"id,total\n1,2.5\n", False), (b'{"id": 1}', True), (PNG, True)],
+    ids=["log", "csv", "json", "png"],
+)
+def test_put_from_stdin_imports_the_sniffer_only_for_bytes_it_could_name(
+    tmp_path: Path, data: bytes, sniffed: bool
+) -> None:
+    # Importing the projectors costs a put as much again as its whole start-up.
+    code = (
+        "import sys\n"
+        "from cargohold.cli import main\n"
+        "assert main(['--store', sys.argv[1], 'put', '-']) == 0\n"
+        "print('cargohold.projection' in sys.modules, file=sys.stderr)\n"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "store")],
+        input=data,
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().splitlines()[-1] == str(sniffed)
+
+
 # -- gc and verify ------------------------------------------------------------------------------
 
 
