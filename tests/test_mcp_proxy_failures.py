@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 import anyio
 import pytest
@@ -22,6 +23,7 @@ from _require import require
 
 require("mcp", "mcp")
 
+from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402 - after the extra's check
 from mcp_types import TextContent  # noqa: E402
 
@@ -37,6 +39,11 @@ from mcp_fixtures import (  # noqa: E402
 )
 
 UPSTREAM_TIMEOUT = "2"
+
+
+def stdio_transport(params: Any, errlog: TextIO) -> Any:
+    """The SDK's stdio transport, with the server's stderr written to ``errlog``."""
+    return stdio_client(params, errlog=errlog)
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +190,24 @@ def test_an_upstream_that_cannot_start_stops_the_proxy_with_one_clear_line(
 
     assert done.returncode == 1
     assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
     assert "could not be started" in done.stderr
     assert str(missing) not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_upstream_printing_lines_that_are_not_mcp_gets_one_clear_line_and_is_served(
+    tmp_path: Path,
+) -> None:
+    command = cli(tmp_path / "store", "s", "proxy", "--", sys.executable, str(FAULTY_SERVER))
+    env = child_env(tmp_path, FAULTY_NOISE="3")
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as errlog:
+        params = stdio(command, env)
+        with connect(stdio_transport(params, errlog), mode="legacy") as client:
+            assert_serving(client)
+
+    lines = errors.read_text().splitlines()
+    assert len(lines) == 1, lines
+    assert "not MCP" in lines[0]
+    assert "step" not in lines[0]  # what the upstream printed is not repeated

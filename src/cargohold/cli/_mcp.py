@@ -9,6 +9,8 @@ events log, as every command's do. Nothing but MCP is ever written to stdout.
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -46,6 +48,38 @@ def _hold(agent: str) -> Hold:
     )
 
 
+class _SdkLines(logging.Handler):
+    """The MCP SDK's own log records, as one categorical line each on stderr.
+
+    Never the SDK's text or traceback: it may quote what an upstream wrote, a URL or a path. A
+    line an upstream wrote that is not JSON-RPC is dropped here, since the proxy says it once
+    in words of its own.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        failure = record.exc_info[0] if record.exc_info else None
+        if record.name == "mcp.client.stdio" and failure is not None:
+            from pydantic import ValidationError
+
+            if issubclass(failure, ValidationError):
+                return
+        cause = f", {failure.__name__}" if failure is not None else ""
+        level = record.levelname.lower()
+        try:
+            sys.stderr.write(f"cargohold: the MCP SDK logged a {level} ({record.name}{cause})\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr closed: nowhere left to say it
+            pass
+
+
+def _sdk_logging() -> None:
+    """Route the MCP SDK's log records through :class:`_SdkLines` (the process is ours)."""
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(handler, _SdkLines) for handler in sdk.handlers):
+        sdk.addHandler(_SdkLines(logging.WARNING))
+    sdk.propagate = False
+
+
 def _address(value: str | None) -> tuple[str, int] | None:
     if value is None:
         return None
@@ -77,6 +111,7 @@ def mcp(address: str | None, per_session: bool) -> None:
     from cargohold.mcp._transport import announce, serve
 
     http = _address(address)
+    _sdk_logging()
     with _hold("mcp") as hold:
         server = build_read_server(hold, per_session=per_session)
         anyio.run(lambda: serve(server, http=http, on_ready=announce))
@@ -149,6 +184,7 @@ def proxy(
         raise click.UsageError("give the upstream server as `-- COMMAND [ARGS]...` or --url")
     upstream = upstream_from(command, url)
     http = _address(address)
+    _sdk_logging()
     with _hold("proxy") as hold:
         runner = Proxy(
             hold,

@@ -46,6 +46,11 @@ _MESSAGES = {
     "MCP; it was dropped. The proxy keeps serving.",
 }
 
+_START_MESSAGE = (
+    "the upstream MCP server could not be started or reached within {timeout:g} s; check the "
+    "command after `--` (or --url) and that it speaks MCP on stdio."
+)
+
 _CODES = {
     UpstreamFailure.TIMEOUT: REQUEST_TIMEOUT,
     UpstreamFailure.CLOSED: CONNECTION_CLOSED,
@@ -64,8 +69,10 @@ class UpstreamError(CargoholdError):
 
     code = "upstream"
 
-    def __init__(self, reason: UpstreamFailure, *, timeout: float) -> None:
-        super().__init__(_MESSAGES[reason].format(timeout=timeout))
+    def __init__(self, reason: UpstreamFailure, *, timeout: float, starting: bool = False) -> None:
+        """``starting``: the proxy's own start failed (it stops: no "next request" follows)."""
+        message = _START_MESSAGE if starting else _MESSAGES[reason]
+        super().__init__(message.format(timeout=timeout))
         self.reason = reason
         self.timeout = timeout
 

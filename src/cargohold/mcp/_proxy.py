@@ -262,7 +262,10 @@ class _Link:
                             self._settle(attempt)
                             await self._lost.wait()
                     except Exception as exc:  # a failed start or a crash: categorical log only
-                        _log.warning(
+                        # A start that failed is the request's to report (one error, or the
+                        # CLI's one line at start); a connection that was up and broke is told.
+                        _log.log(
+                            logging.WARNING if up.is_set() else logging.DEBUG,
                             "cargohold proxy: upstream (%s) connection ended (%s)",
                             self._upstream.kind,
                             type(exc).__name__,
@@ -525,6 +528,7 @@ class Proxy:
         self._peers = _Peers()
         self._asker = _Asker()
         self._tools: dict[str, Tool] = {}
+        self._told_garbage = False
         callbacks: dict[str, Any] = {}
         if "sampling" in forward:
             callbacks["sampling_callback"] = self._sampling
@@ -556,8 +560,10 @@ class Proxy:
             await tasks.start(self._link.run)
             try:
                 client = await self._link.client()
-            except UpstreamError as exc:  # raised below, not wrapped in the task group's group
-                failure = exc
+            except UpstreamError:  # raised below, not wrapped in the task group's group
+                failure = UpstreamError(
+                    UpstreamFailure.UNAVAILABLE, timeout=self._timeout, starting=True
+                )
             else:
                 capabilities = client.server_capabilities
                 server = self.build_server(capabilities, client.server_info, client.instructions)
@@ -642,7 +648,14 @@ class Proxy:
 
     async def _on_upstream_message(self, message: IncomingMessage) -> None:
         if isinstance(message, Exception):  # a transport fault: a line that was not JSON-RPC...
-            _log.debug("cargohold proxy: upstream transport fault (%s)", type(message).__name__)
+            level = logging.DEBUG if self._told_garbage else logging.WARNING
+            self._told_garbage = True  # once: a chatty server would fill the log otherwise
+            _log.log(
+                level,
+                "cargohold proxy: the upstream wrote output that is not MCP (JSON-RPC); it was "
+                "ignored (a server logs to stderr, never to stdout) (%s)",
+                type(message).__name__,
+            )
             return
         if isinstance(message, ToolListChangedNotification):
             self._tools.clear()
