@@ -7,12 +7,15 @@ tool call reaches cargohold: arguments as the model sent them, answers as the mo
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 import re
 import select
+import struct
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -617,6 +620,71 @@ def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[st
         assert segment.budget == budget
     else:
         assert answer.content is None
+
+
+# -- binary artifacts: no lines, and the read that returns their bytes ------------------------
+
+
+def png() -> bytes:
+    """A real 64x64 RGB PNG: signature, header, compressed rows, end."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    rows = b"".join(
+        b"\0" + bytes(v for x in range(64) for v in (x * 4, y * 4, (x ^ y) & 0xFF))
+        for y in range(64)
+    )
+    header = struct.pack(">IIBBBBB", 64, 64, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+BINARIES = {
+    "png": (png(), "image/png"),
+    "pdf": (
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Length 200 /Filter /FlateDecode >>\nstream\n"
+        + zlib.compress(LOG[:4000])
+        + b"\nendstream\nendobj\n%%EOF\n",
+        "application/pdf",
+    ),
+    "gzip": (gzip.compress(LOG, mtime=0), "application/gzip"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BINARIES))
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("artifact_read_lines", {"start_line": 1, "end_line": 20}),
+        ("artifact_grep", {"pattern": "a"}),
+    ],
+)
+def test_a_binary_artifact_has_no_lines_and_the_answer_names_the_read_that_returns_its_bytes(
+    hold: Hold, kind: str, tool: str, arguments: dict[str, Any]
+) -> None:
+    body, media_type = BINARIES[kind]
+    ref = put(hold, body, media_type)
+
+    answer = hold.call_tool(tool, {"ref": ref, **arguments})
+
+    assert answer.outcome == "unsupported"
+    assert answer.is_error
+    assert answer.event is not None
+    assert answer.event.reason.value == "binary_content"
+    assert (answer.content, answer.size) == (None, len(body))
+    assert "binary" in answer.text
+    assert "base64" in answer.text
+    offset, length = (int(n) for n in re.findall(r"offset=(\d+) length=(\d+)", answer.text)[0])
+    page = hold.call_tool("artifact_read", {"ref": ref, "offset": offset, "length": length})
+    assert (page.outcome, page.encoding) == ("resolved", "base64")
+    assert page.data() == body[offset : offset + length]
 
 
 # -- what a model may send: every call is an answer, within its bounds --------------------------

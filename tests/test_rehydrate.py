@@ -902,3 +902,46 @@ def test_grep_gives_the_same_answer_without_the_private_re2_names(
 
     assert fast.outcome is RehydrateOutcome.RESOLVED
     assert slow.content == fast.content
+
+
+# -- binary bodies: no lines ------------------------------------------------------------------
+
+PNG_HEAD = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda reader, ref: reader.read_lines(ref, 1, 10),
+        lambda reader, ref: reader.grep(ref, "IHDR"),
+    ],
+    ids=["read_lines", "grep"],
+)
+def test_lines_or_grep_of_a_binary_body_is_unsupported_with_the_base64_page_that_fits(
+    reader: Rehydrator,
+    scoped: ScopedStore,
+    sink: ListSink,
+    read: Callable[[Rehydrator, Ref], RehydrateResult],
+) -> None:
+    ref = scoped.put(PNG_HEAD, media_type="image/png").ref
+
+    result = read(reader, ref)
+
+    _assert_refused(result, RehydrateOutcome.UNSUPPORTED, Reason.BINARY_CONTENT)
+    assert result.size == len(PNG_HEAD)
+    assert result.fit == (0, len(PNG_HEAD))  # all of it fits the default budget as base64
+    assert sink.events[-1] is result.event
+    page = reader.read(ref, offset=result.fit[0], length=result.fit[1])
+    assert (page.outcome, page.encoding) == (RehydrateOutcome.RESOLVED, "base64")
+    assert base64.b64decode(page.content or "") == PNG_HEAD
+
+
+def test_a_log_with_a_stray_invalid_byte_still_has_lines(
+    reader: Rehydrator, scoped: ScopedStore
+) -> None:
+    ref = scoped.put(b"caf\xe9 opened\n" + LOG).ref
+
+    result = reader.read_lines(ref, 1, 2)
+
+    assert result.outcome is RehydrateOutcome.RESOLVED
+    assert (result.content or "").startswith("caf\ufffd opened\n")

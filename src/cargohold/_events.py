@@ -66,7 +66,8 @@ class OffloadOutcome(enum.StrEnum):
 
 
 class RehydrateOutcome(enum.StrEnum):
-    """The one outcome of a rehydrate decision (the store's read outcomes)."""
+    """The one outcome of a rehydrate decision: the store's read outcomes, and what a read of a
+    verified body can still refuse (its kind, its range)."""
 
     RESOLVED = "resolved"
     MISSING = "missing"
@@ -74,6 +75,9 @@ class RehydrateOutcome(enum.StrEnum):
     STALE = "stale"
     EXPIRED = "expired"
     OVER_BUDGET = "over_budget"
+    UNSUPPORTED = "unsupported"
+    """A line read or grep of a binary body (reason ``binary_content``): it has no lines to
+    show; its bytes are read as base64 pages (``artifact_read``)."""
 
 
 class GuardOutcome(enum.StrEnum):
@@ -123,6 +127,7 @@ class Reason(enum.StrEnum):
     TTL_ELAPSED = "ttl_elapsed"
     BUDGET_EXCEEDED = "budget_exceeded"
     EVALUATION_LIMIT = "evaluation_limit"  # over_budget: a query's work, depth or time bound
+    BINARY_CONTENT = "binary_content"  # unsupported: lines or grep asked of a binary body
     # guard
     RAW_HEAVY_CONTENT = "raw_heavy_content"
     WINDOW_MARGIN = "window_margin"

@@ -48,7 +48,7 @@ from cargohold._records import MAX_READ_BYTES, KiB, ReadOutcome, ReadResult, Sen
 from cargohold._ref import Ref, is_ref
 from cargohold._secrets import find_secrets, mask_secrets
 from cargohold._segment import render_segment
-from cargohold._text import line_offset, utf8_len
+from cargohold._text import line_offset, looks_binary, utf8_len
 from cargohold._tokens import estimate_tokens
 
 DEFAULT_READ_BUDGET = 16 * KiB
@@ -60,8 +60,9 @@ class RehydrateResult:
     """One rehydrate decision.
 
     Attributes:
-        outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired`` or
-            ``over_budget``.
+        outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
+            ``over_budget``, or ``unsupported`` (lines or a grep asked of a binary body, reason
+            ``binary_content``: read its bytes, which come back base64-encoded).
         reason: The stable reason code.
         ref: The reference asked for.
         segment: The recovered segment to put into the conversation (resolved only).
@@ -77,7 +78,9 @@ class RehydrateResult:
         encoding: ``utf-8`` (the answer is the body's own text) or ``base64`` (binary bytes).
         fit: A range that fits the budget, when the answer was ``over_budget``: ``(offset,
             length)`` in bytes for :meth:`Rehydrator.read`, ``(start_line, end_line)`` for
-            :meth:`Rehydrator.read_lines`.
+            :meth:`Rehydrator.read_lines`. When ``unsupported`` (a binary body asked for lines
+            or a grep): the first base64 page that fits, ``(offset, length)`` for
+            :meth:`Rehydrator.read`.
         masked: The answer was made from a copy of the body with its credentials masked (same
             length and lines), so it is not the body's exact bytes; the span says so too.
         bound: A query that was ``over_budget`` before its answer was complete: which bound
@@ -186,7 +189,7 @@ class Rehydrator:
     def _decide(
         self,
         ref: Ref,
-        outcome: ReadOutcome,
+        outcome: ReadOutcome | RehydrateOutcome,
         budget: int,
         *,
         answer: str | None = None,
@@ -202,7 +205,8 @@ class Rehydrator:
         bound: str | None = None,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
-        reason = READ_REASONS[outcome] if reason is None else reason
+        if reason is None:
+            reason = READ_REASONS[ReadOutcome(outcome.value)]
         segment = None
         masked = masked and answer is not None
         if masked:
@@ -251,6 +255,19 @@ class Rehydrator:
             return result, self._decide(ref, result.outcome, budget, size=size), False
         masked = _masked(result)
         return masked, None, masked is not result
+
+    def _binary(self, ref: Ref, budget: int, size: int) -> RehydrateResult:
+        """A line read or grep of a binary body: ``unsupported``, with the first page of base64
+        that fits the budget as :attr:`RehydrateResult.fit` (for :meth:`read`)."""
+        page = max(1, budget // 4 * 3)  # base64 turns 3 bytes into 4
+        return self._decide(
+            ref,
+            RehydrateOutcome.UNSUPPORTED,
+            budget,
+            size=size,
+            reason=Reason.BINARY_CONTENT,
+            fit=(0, min(page, size) or page),
+        )
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -356,7 +373,12 @@ class Rehydrator:
         *,
         budget: int | None = None,
     ) -> RehydrateResult:
-        """Lines ``start`` to ``end`` inclusive, numbered from 1 (to the last when ``end=None``)."""
+        """Lines ``start`` to ``end`` inclusive, numbered from 1 (to the last when ``end=None``).
+
+        A binary body (a NUL byte in its first 8 KiB, as GNU grep judges, or bytes that are not
+        UTF-8 under a binary media type: an image, a PDF, a gzip stream) has no lines:
+        ``unsupported``, reason ``binary_content``; :meth:`read` returns its bytes as base64.
+        """
         ref = as_ref(ref)
         limit = self._budget(budget)
         if isinstance(start, bool) or not isinstance(start, int) or start < 1:
@@ -368,6 +390,8 @@ class Rehydrator:
             return refused or self._decide(ref, result.outcome, limit)
         data = result.data
         total = len(data)
+        if looks_binary(data, result.record.media_type if result.record else None):
+            return self._binary(ref, limit, total)
         count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         stop = count if end is None else min(end, count)
         first = min(start, stop + 1)
@@ -415,7 +439,8 @@ class Rehydrator:
         edges; no match spans two lines). Very long lines are shown as a window around each
         match, naming its exact byte offset. Bytes that are not UTF-8 are shown as U+FFFD and, as
         in GNU grep, match no character. The answer states how many lines matched in all, even
-        when it shows fewer. The scan runs over the body's bytes without copying or splitting
+        when it shows fewer. A binary body is ``unsupported`` (see :meth:`read_lines`). The scan
+        runs over the body's bytes without copying or splitting
         them, with a Python step per matching line, never per line (see
         :class:`cargohold._grep.MatchingLines`).
         """
@@ -437,6 +462,8 @@ class Rehydrator:
         result, refused, masked = self._whole(ref, limit)
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
+        if looks_binary(result.data, result.record.media_type if result.record else None):
+            return self._binary(ref, limit, len(result.data))
         with CPU_BOUND:  # a scan of the whole body: see cargohold._cpu
             lines = MatchingLines(result.data, pattern, regex, ignore_case)
             shown: list[str] = []

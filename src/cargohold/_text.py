@@ -56,6 +56,32 @@ def looks_textual(data: bytes) -> bool:
     return True
 
 
+_BINARY_TYPES = ("image/", "audio/", "video/", "font/")
+_BINARY_APPLICATIONS = frozenset(
+    {"pdf", "gzip", "x-gzip", "zip", "x-tar", "x-7z-compressed", "x-bzip2", "x-xz", "zstd", "wasm"}
+)
+
+
+def looks_binary(data: bytes, media_type: str | None = None) -> bool:
+    """Whether ``data`` is binary to the line tools: a NUL byte in its first 8 KiB (the test GNU
+    grep makes), or bytes that are not UTF-8 text there under a binary media type (an image, a
+    PDF, an archive: a media type alone never decides).
+
+    More lenient than :func:`looks_textual`: text with bytes that are not UTF-8 still has lines
+    to read and search (shown as U+FFFD).
+    """
+    if b"\x00" in data[:_SNIFF]:
+        return True
+    if media_type is None:
+        return False
+    base = media_type.partition(";")[0].strip().lower()
+    kind, _, sub = base.partition("/")
+    declared = (
+        base.startswith(_BINARY_TYPES) and not sub.endswith("+xml")  # image/svg+xml is text
+    ) or (kind == "application" and sub in _BINARY_APPLICATIONS)
+    return declared and not looks_textual(data)
+
+
 def decode(data: bytes) -> str:
     """UTF-8 text of ``data``, invalid sequences replaced (the preview says it is not exact)."""
     return data.decode("utf-8", "replace")

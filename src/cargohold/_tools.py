@@ -77,7 +77,9 @@ class ToolAnswer:
     Attributes:
         tool: The tool called.
         outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
-            ``over_budget``, or ``invalid_arguments`` (the call itself was wrong).
+            ``over_budget``, ``unsupported`` (lines or a grep asked of a binary artifact: the
+            text says which ``artifact_read`` returns its bytes), or ``invalid_arguments`` (the
+            call itself was wrong).
         text: What the model sees: a recovered segment when resolved, else what went wrong and
             how to fix the call.
         ref: The reference read, when the call named a valid one.
@@ -493,6 +495,8 @@ class ReadToolset:
         return budget
 
     def _answer(self, tool: str, result: RehydrateResult) -> ToolAnswer:
+        if result.outcome is RehydrateOutcome.UNSUPPORTED:
+            return _with_event(_binary(tool, result), result.event)
         if not result.ok or result.segment is None:
             answer = _refused(tool, result.ref, ReadOutcome(result.outcome.value), result.size)
             if result.outcome.value == ReadOutcome.OVER_BUDGET.value:
@@ -651,6 +655,19 @@ def _encodable(text: str) -> str:
 def _refused(tool: str, ref: Ref, outcome: ReadOutcome, size: int | None) -> ToolAnswer:
     text = f"{tool}: {outcome.value}: {_OUTCOME_TEXT.get(outcome, '')}".rstrip()
     return ToolAnswer(tool, outcome.value, text, ref, size=size)
+
+
+def _binary(tool: str, result: RehydrateResult) -> ToolAnswer:
+    """Lines or a grep asked of a binary body: say so, and which read returns its bytes."""
+    offset, length = result.fit or (0, max(1, result.budget // 4 * 3))
+    what = "lines to read" if tool == "artifact_read_lines" else "lines to search"
+    size = "" if result.size is None else f" ({result.size:,} bytes)"
+    text = (
+        f"{tool}: unsupported: this artifact is binary{size}, so it has no {what}. Read its "
+        f"bytes with artifact_read, which returns them base64-encoded: offset={offset} "
+        f"length={length}, then continue from the answer's next_offset."
+    )
+    return ToolAnswer(tool, RehydrateOutcome.UNSUPPORTED.value, text, result.ref, size=result.size)
 
 
 def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
