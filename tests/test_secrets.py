@@ -389,6 +389,7 @@ NEAR_MISSES = {
     "azurite connection string": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
     "Account" + "Key=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr"
     "/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;",
+    "rfc 6749 example client": "Authorization: Basic czZCaGRSa3F0Mzpn" + "WDFmQmF0M2JW",
     "templated password": "DB_PASSWORD=${DB_PASSWORD}\nSECRET_KEY={{ secret_key }}",
     "password from code": 'SECRET_KEY = os.environ["SECRET_KEY"]\nPASSWORD = get_password()',
     "password hasher class": "PASSWORD_HASHERS=django.contrib.auth.hashers.PBKDF2PasswordHasher",

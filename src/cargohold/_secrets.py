@@ -125,7 +125,7 @@ def _is_opaque_token(value: bytes) -> bool:
 
 def _is_basic_auth(value: bytes) -> bool:
     decoded = _b64decode(value)
-    if decoded is None or b":" not in decoded:
+    if decoded is None or b":" not in decoded or _published(value):
         return False
     return all(32 <= byte < 127 for byte in decoded)
 
@@ -184,12 +184,20 @@ _PUBLIC_KEYS = frozenset(
         # The storage emulator's (Azurite's) documented, well-known account key: published
         # by Microsoft for local development, and compiled into client libraries (obstore).
         "0011cc25eb4320717494d2703e8cba85743e71b500283c21c8b88147992f9059",
+        # RFC 6749's example client credentials, "Authorization: Basic czZCaGRSa3F0Mzpn...",
+        # quoted in the docstrings of OAuth libraries (authlib).
+        "ca7459e2b26776de081b9a07e40227fd6cff232a1e3233ff6b6aa6d036ca9981",
     }
 )
+"""SHA-256 of credentials published as examples (a digest: the scanner's source holds none)."""
+
+
+def _published(value: bytes) -> bool:
+    return hashlib.sha256(value).hexdigest() in _PUBLIC_KEYS
 
 
 def _is_azure_key(value: bytes) -> bool:
-    return _has_mixed_classes(value) and hashlib.sha256(value).hexdigest() not in _PUBLIC_KEYS
+    return _has_mixed_classes(value) and not _published(value)
 
 
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
