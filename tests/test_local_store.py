@@ -1137,3 +1137,40 @@ def test_verify_reports_a_record_pointed_at_another_blob(
     findings = local_store.verify()
 
     assert ("corrupt", other.digest) in [(f.kind, f.digest) for f in findings]
+
+
+# -- what a tenant sees of the store ------------------------------------------------------------
+
+
+def _du(root: Path, tenant: str, *args: str) -> dict[str, Any]:
+    import json
+
+    from click.testing import CliRunner
+
+    from cargohold.cli import cli
+
+    scope = ["--tenant", tenant, "--user", "u", "--session", "s"]
+    done = CliRunner().invoke(
+        cli, ["--store", str(root), *scope, "du", "--json", *args], catch_exceptions=False
+    )
+    assert done.exit_code == 0, done.output
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_du_shows_a_tenant_its_own_figures_and_the_whole_store_only_when_asked(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        ScopedStore(store, Scope("tenant-a", "u", "s")).put(b"a" * 1000)
+        ScopedStore(store, Scope("tenant-b", "u", "s")).put(b"b" * 10)
+        before = _du(store_root, "tenant-b")
+        ScopedStore(store, Scope("tenant-a", "u", "s")).put(b"another put of tenant a")
+
+    after = _du(store_root, "tenant-b")
+    operator = _du(store_root, "tenant-b", "--all-tenants")
+
+    assert after == before
+    assert "store" not in after
+    assert (after["tenant"]["objects"], after["tenant"]["bytes"]) == (1, 10)
+    assert (operator["store"]["objects"], operator["store"]["bytes"]) == (3, 1033)

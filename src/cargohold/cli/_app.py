@@ -435,34 +435,52 @@ def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def du(as_json: bool) -> None:
-    """Show what this session holds, and what the whole store holds, against their limits.
+@click.option(
+    "--all-tenants",
+    is_flag=True,
+    help="Also show what the whole store holds, every tenant's (an operator's figure).",
+)
+def du(as_json: bool, all_tenants: bool) -> None:
+    """Show what this session and this tenant hold, against their limits.
 
-    A session counts its unexpired artifacts; the store counts distinct blobs until gc removes
-    them.
+    A session counts its unexpired artifacts; a tenant counts its distinct blobs until gc
+    removes them (bytes are shared within a tenant only). Another tenant's figures are never
+    shown: the whole store's only with --all-tenants, for an operator.
 
     \b
-    Example:
+    Examples:
       cargohold du --json
+      cargohold du --all-tenants
     """
+    from cargohold.store._core import tenant_quota
+
     app = get_app()
     limits = app.settings.limits
     session = app.scoped.usage()
-    store = app.store.store_usage()
-    report = {
+    tenant = app.store.tenant_usage(app.scoped.scope)
+    max_objects, max_bytes = tenant_quota(limits)
+    report: dict[str, dict[str, int | None]] = {
         "session": {
             "objects": session.objects,
             "bytes": session.bytes,
             "max_objects": limits.session_objects,
             "max_bytes": limits.session_bytes,
         },
-        "store": {
+        "tenant": {
+            "objects": tenant.objects,
+            "bytes": tenant.bytes,
+            "max_objects": max_objects,
+            "max_bytes": max_bytes,
+        },
+    }
+    store = app.store.store_usage() if all_tenants else None
+    if store is not None:
+        report["store"] = {
             "objects": store.objects,
             "bytes": store.bytes,
             "max_objects": limits.store_objects,
             "max_bytes": limits.store_bytes,
-        },
-    }
+        }
     if as_json:
         _echo_json(report)
         return
@@ -470,10 +488,22 @@ def du(as_json: bool) -> None:
         f"session  {session.objects:,} of {limits.session_objects:,} artifacts, "
         f"{human_bytes(session.bytes)} of {human_bytes(limits.session_bytes)} (unexpired)"
     )
-    click.echo(
-        f"store    {store.objects:,} of {limits.store_objects:,} blobs, "
-        f"{human_bytes(store.bytes)} of {human_bytes(limits.store_bytes)} (until gc)"
+    quota = (
+        "no tenant quota"
+        if (max_objects, max_bytes) == (None, None)
+        else f"limits {max_objects or '-'} blobs, "
+        f"{'-' if max_bytes is None else human_bytes(max_bytes)}"
     )
+    click.echo(
+        f"tenant   {_plural(tenant.objects, 'blob')}, {human_bytes(tenant.bytes)} "
+        f"(until gc; {quota})"
+    )
+    if store is not None:
+        click.echo(
+            f"store    {store.objects:,} of {limits.store_objects:,} blobs, "
+            f"{human_bytes(store.bytes)} of {human_bytes(limits.store_bytes)} (until gc, "
+            "every tenant)"
+        )
 
 
 # -- gc, verify ---------------------------------------------------------------------------------

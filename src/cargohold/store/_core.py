@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cargohold._errors import CargoholdError, StoreError, UsageError
+from cargohold._errors import CargoholdError, LimitExceededError, StoreError, UsageError
 from cargohold._records import (
     CHUNK_SIZE,
     ArtifactRecord,
@@ -160,6 +160,45 @@ def prepare_write(data: object, request: PutRequest, limits: Limits) -> Prepared
         parent=parent,
         chunks=chunks,
     )
+
+
+def tenant_quota(limits: Limits) -> tuple[int | None, int | None]:
+    """The tenant quota, ``(objects, bytes)``: ``Limits.tenant_objects`` and
+    ``Limits.tenant_bytes``, ``None`` for either one not set (the store quota alone binds)."""
+    objects = getattr(limits, "tenant_objects", None)
+    size = getattr(limits, "tenant_bytes", None)
+    return (
+        objects if isinstance(objects, int) and not isinstance(objects, bool) else None,
+        size if isinstance(size, int) and not isinstance(size, bool) else None,
+    )
+
+
+def check_tenant(limits: Limits, objects: int, size: int, new_size: int) -> None:
+    """Refuse a new blob that would put its tenant over the tenant quota, when one is set.
+
+    The message gives the tenant's own figures only: a refusal never tells one tenant what
+    another stores (the store quota's refusal names no figure a tenant could learn from).
+
+    Raises:
+        LimitExceededError: reason ``tenant_objects`` or ``tenant_bytes``.
+    """
+    max_objects, max_bytes = tenant_quota(limits)
+    if max_objects is not None and objects + 1 > max_objects:
+        raise LimitExceededError(
+            f"this tenant holds {objects:,} blobs, its limit is {max_objects:,} (raise it with "
+            "tenant_objects; expired artifacts count until `cargohold gc`)",
+            reason="tenant_objects",
+            setting="tenant_objects",
+            limit=max_objects,
+        )
+    if max_bytes is not None and size + new_size > max_bytes:
+        raise LimitExceededError(
+            f"this tenant would hold {size + new_size:,} bytes, its limit is {max_bytes:,} "
+            "(raise it with tenant_bytes; expired artifacts count until `cargohold gc`)",
+            reason="tenant_bytes",
+            setting="tenant_bytes",
+            limit=max_bytes,
+        )
 
 
 def clip_range(size: int, start: int, end: int | None) -> tuple[int, int]:

@@ -72,6 +72,7 @@ from cargohold.store._core import (
     RECORD_COLUMNS,
     MalformedRowError,
     PreparedWrite,
+    check_tenant,
     chunk_digests,
     clip_range,
     is_digest,
@@ -81,6 +82,7 @@ from cargohold.store._core import (
     record_from_row,
     row_int,
     sound_records,
+    tenant_quota,
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
@@ -170,6 +172,10 @@ _SELECT_READ = (
     + ", b.chunks FROM artifacts a JOIN blobs b ON a.tenant = b.tenant AND a.digest = b.digest"
     " WHERE a.tenant = ? AND a.user = ? AND a.session = ? AND a.digest = ?"
 )
+
+
+_TENANT_USAGE = "SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE tenant = ?"
+"""A tenant's distinct blobs and bytes (the blobs' primary key starts with the tenant)."""
 
 
 def default_root() -> Path:
@@ -560,6 +566,9 @@ class LocalStore:
                     if staged is None:  # gc removed the blob since we looked: stage it now
                         staged, chunks = self._stage(write.data, write.ref, locks)
                     if blob is None:
+                        if tenant_quota(self.limits) != (None, None):
+                            objects, held = db.execute(_TENANT_USAGE, (scope.tenant,)).fetchone()
+                            check_tenant(self.limits, int(objects), int(held), size)
                         objects, held = db.execute(
                             "SELECT objects, bytes FROM stats WHERE id = 1"
                         ).fetchone()
@@ -762,6 +771,14 @@ class LocalStore:
                 " WHERE tenant = ? AND user = ? AND session = ? AND expires > ?",
                 (*scope.owner, self._clock()),
             ).fetchone()
+        return Usage(int(objects), int(held))  # count and sum: SQLite's own numbers
+
+    def tenant_usage(self, scope: Scope) -> Usage:
+        """The distinct blobs and bytes of the scope's tenant; see
+        :meth:`StoreBackend.tenant_usage`. Staging leftovers are no tenant's (a staged file's
+        name says nothing of its owner): they count toward the store's figure only."""
+        with _translated(), self._lock:
+            objects, held = self._index.execute(_TENANT_USAGE, (scope.tenant,)).fetchone()
         return Usage(int(objects), int(held))  # count and sum: SQLite's own numbers
 
     def store_usage(self) -> Usage:

@@ -22,6 +22,7 @@ from cargohold._records import (
 from cargohold._ref import Ref
 from cargohold._scope import Scope
 from cargohold.store._core import (
+    check_tenant,
     chunk_digests,
     clip_range,
     needs_refresh,
@@ -97,6 +98,8 @@ class MemoryStore:
             self.limits.check_session(objects, size, len(write.data))
             blob_written = blob_key not in self._blobs
             if blob_written:
+                held = self._tenant_usage(scope.tenant)
+                check_tenant(self.limits, held.objects, held.bytes, len(write.data))
                 stats = self.store_usage()
                 self.limits.check_store(stats.objects, stats.bytes, len(write.data))
             record = ArtifactRecord(
@@ -203,6 +206,16 @@ class MemoryStore:
         with self._lock:
             objects, size = self._session_usage(scope.owner, self._clock())
         return Usage(objects, size)
+
+    def tenant_usage(self, scope: Scope) -> Usage:
+        """The distinct blobs and bytes of the scope's tenant; see
+        :meth:`StoreBackend.tenant_usage`."""
+        with self._lock:
+            return self._tenant_usage(scope.tenant)
+
+    def _tenant_usage(self, tenant: str) -> Usage:
+        mine = [len(blob.data) for (owner, _), blob in self._blobs.items() if owner == tenant]
+        return Usage(len(mine), sum(mine))
 
     def store_usage(self) -> Usage:
         with self._lock:

@@ -120,6 +120,7 @@ from cargohold.store._core import (
     RECORD_COLUMNS,
     RECORD_WIDTH,
     PreparedWrite,
+    check_tenant,
     chunk_digests,
     clip_range,
     needs_refresh,
@@ -127,6 +128,7 @@ from cargohold.store._core import (
     record_findings,
     record_from_row,
     sound_records,
+    tenant_quota,
     verify_range,
 )
 from cargohold.store._location import DEFAULT_THRESHOLD
@@ -298,6 +300,8 @@ _SQL_TEMPLATES = {
     " classification = excluded.classification, task = excluded.task,"
     " worker = excluded.worker, agent = excluded.agent, parent = excluded.parent",
     "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
+    "tenant_usage": "SELECT count(*), coalesce(sum(size), 0)::bigint FROM {s}.blobs"
+    " WHERE tenant = %(tenant)s",
     "read_marker_key": "SELECT key FROM {s}.marker_key WHERE id = 1",
     # Insert-if-absent then read, in one statement: the first writer's key wins for everyone.
     "marker_key": "WITH made AS (INSERT INTO {s}.marker_key (id, key) VALUES (1, %(key)s)"
@@ -884,6 +888,17 @@ class PostgresStore:
                 raise _NeedsUpload(str(named))
             if in_bucket and upload is None:
                 raise _NeedsUpload(None)
+            if tenant_quota(self.limits) != (None, None):
+                # The tenant's new blobs are counted and added under a lock of the tenant's
+                # (held to commit, taken after the session lock and before any row lock), so
+                # writers of one tenant cannot overshoot its quota together.
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(%s)",
+                    (migrations.lock_key(self._schema, "tenant", tenant),),
+                )
+                held = conn.execute(self._sql.tenant_usage, {"tenant": tenant}).fetchone()
+                objects, stored = held if held is not None else (0, 0)
+                check_tenant(self.limits, int(objects), int(stored), size)
             # Early refusal without the counters' lock, before the bytes travel; the
             # authoritative check runs under the lock just before commit.
             counters = conn.execute(self._sql.store_counters).fetchone()
@@ -1110,6 +1125,16 @@ class PostgresStore:
             row = conn.execute(
                 self._sql.session_usage, {**_owner(scope, ""), "now": self._clock()}
             ).fetchone()
+            return Usage(int(row[0]), int(row[1])) if row else Usage(0, 0)
+
+        return self._call(op, idempotent=True)
+
+    def tenant_usage(self, scope: Scope) -> Usage:
+        """The distinct blobs and bytes of the scope's tenant; see
+        :meth:`StoreBackend.tenant_usage`."""
+
+        def op(conn: _Conn) -> Usage:
+            row = conn.execute(self._sql.tenant_usage, {"tenant": scope.tenant}).fetchone()
             return Usage(int(row[0]), int(row[1])) if row else Usage(0, 0)
 
         return self._call(op, idempotent=True)

@@ -45,7 +45,8 @@ class StoreBackend(Protocol):
       ``existing=True`` and no second write;
     - another tenant's artifact reads as ``missing``; another session's in the same tenant as
       ``unauthorized``;
-    - a write over a limit, or of refused sensitivity, raises and changes nothing stored;
+    - a write over a limit (the artifact size, the session, tenant or store quota), or of
+      refused sensitivity, raises and changes nothing stored;
     - ``touch`` extends a live artifact's life and never shortens it or revives an expired one;
     - ``gc`` removes only expired artifacts, and bytes no live artifact still names;
     - ``verify`` reports and never deletes.
@@ -104,8 +105,21 @@ class StoreBackend(Protocol):
         """What the scope's session holds toward its quota (unexpired artifacts)."""
         ...
 
+    def tenant_usage(self, scope: Scope) -> Usage:
+        """Distinct blobs and bytes the scope's tenant holds, until gc: what counts toward the
+        tenant quota (``Limits.tenant_objects`` and ``tenant_bytes``, when set).
+
+        Bytes are deduplicated within a tenant only, so these figures are the tenant's own and
+        say nothing of any other tenant: this, not :meth:`store_usage`, is what a tenant may see.
+        """
+        ...
+
     def store_usage(self) -> Usage:
-        """Distinct blobs and physical bytes the whole store holds, until gc."""
+        """Distinct blobs and physical bytes the whole store holds, every tenant's, until gc.
+
+        An operator's figure (``cargohold du --all-tenants``): shown to a tenant, it would
+        tell it how much every other tenant stores, to the byte.
+        """
         ...
 
     def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:

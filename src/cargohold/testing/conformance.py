@@ -1243,6 +1243,67 @@ def test_usage_counts_the_sessions_live_artifacts_and_store_usage_the_blobs(
     assert store.store_usage() == Usage(2, 20)
 
 
+def test_tenant_usage_counts_the_tenants_own_blobs_and_nothing_of_another_tenant(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    ScopedStore(store, ALICE).put(b"1234567890")
+    ScopedStore(store, ALICE_LATER).put(b"1234567890")  # the same blob, counted once
+    ScopedStore(store, BOB).put(b"12345")
+    mallory = ScopedStore(store, MALLORY)
+    mallory.put(b"1234567890")
+    before = store.tenant_usage(ALICE)
+
+    mallory.put(body(1000, seed=31))
+
+    assert before == store.tenant_usage(BOB) == Usage(2, 15)
+    assert store.tenant_usage(ALICE) == before
+    assert store.tenant_usage(MALLORY) == Usage(2, 1010)
+    assert store.store_usage() == Usage(4, 1025)
+
+
+def _tenant_limits(**quota: int) -> Limits:
+    """Limits with a tenant quota (``tenant_objects``, ``tenant_bytes``)."""
+    if "tenant_bytes" in {f.name for f in dataclasses.fields(Limits)}:
+        return Limits(**quota)
+    return _WithTenantQuota(**quota)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _WithTenantQuota(Limits):
+    """Until ``Limits`` carries the tenant quota itself: the fields the stores read."""
+
+    tenant_objects: int | None = None
+    tenant_bytes: int | None = None
+
+
+def test_a_tenant_over_its_byte_quota_is_refused_while_another_tenant_still_writes(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open(_tenant_limits(tenant_bytes=100))
+    held = body(100, seed=32)
+    ref = ScopedStore(store, MALLORY).put(held).ref
+
+    _refused(store, MALLORY, b"one byte more", "tenant_bytes", (MALLORY, ref, held))
+    # Another user of the same tenant shares its quota.
+    _refused(store, Scope(MALLORY.tenant, "user-eve", "session-9"), b"x", "tenant_bytes")
+    assert ScopedStore(store, ALICE).put(held).blob_written is True  # its own copy
+    assert store.tenant_usage(ALICE) == store.tenant_usage(MALLORY) == Usage(1, 100)
+
+
+def test_a_tenant_over_its_object_quota_is_refused_but_may_reuse_its_own_blobs(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open(_tenant_limits(tenant_objects=2))
+    first, second = body(10, seed=34), body(10, seed=35)
+    ref = ScopedStore(store, ALICE).put(first).ref
+    ScopedStore(store, ALICE).put(second)
+
+    _refused(store, ALICE, body(10, seed=36), "tenant_objects", (ALICE, ref, first))
+    assert ScopedStore(store, BOB).put(first).blob_written is False  # no new blob: allowed
+    assert ScopedStore(store, MALLORY).put(body(10, seed=36)).blob_written is True
+
+
 def test_record_fields_round_trip_with_the_media_type_normalized(store_case: StoreCase) -> None:
     store = store_case.open()
     scope = Scope("tenant-acme", "user-ana", "session-1", task="t-1", worker="w-1", agent="a-1")
