@@ -1,8 +1,8 @@
 """Describers of binary bodies, base64 text and data URIs: what the bytes say of themselves.
 
 Never a preview of the content, and never any of the base64 text: the format (magic bytes), the
-size, what the format's header states (image dimensions for PNG, JPEG and GIF; PDF version and an
-estimate of the page count; gzip's original name and size; zip's entry count and first names;
+size, what the format's header states (image dimensions for PNG, JPEG, GIF and WebP; PDF version
+and an estimate of the page count; gzip's original name and size; zip's entry count and first names;
 ELF class and machine; SQLite page size and count), and the first and last bytes in hex.
 
 Base64 is decoded as a stream, a chunk at a time, keeping only the first and last 64 KiB of the
