@@ -332,6 +332,8 @@ def test_the_settings_repr_names_no_owner_and_no_store_url(project: Path) -> Non
         ({"tool_thresholds": {"fetch": 0}}, "tool_thresholds.fetch"),
         ({"model_windows": {"acme-1": "wide"}}, "model_windows.acme-1"),
         ({"tool_thresholds": 5}, "tool_thresholds"),
+        ({"tool_classifications": {"fetch": "compressible"}}, "tool_classifications.fetch"),
+        ({"tool_classifications": ["fetch"]}, "tool_classifications"),
         ({"default_ttl": float("nan")}, "default_ttl"),
     ],
 )
@@ -367,6 +369,18 @@ def test_a_threshold_above_the_largest_read_is_refused_naming_the_setting_and_th
 
     # The message is the behaviour: the setting to fix and the bound it must keep.
     assert f"{key}: must be at most 1048576 bytes" in str(raised.value)
+
+
+def test_tool_classifications_are_read_from_the_file_and_the_environment(project: Path) -> None:
+    _write(project / "cargohold.toml", '[tool_classifications]\nread_policy = "exact_required"\n')
+
+    from_file = load_settings(environ={}, cwd=project)
+    from_env = load_settings(
+        environ={"CARGOHOLD_TOOL_CLASSIFICATIONS": "recall=exact_required"}, cwd=project
+    )
+
+    assert from_file.tool_classifications == {"read_policy": "exact_required"}
+    assert from_env.tool_classifications == {"recall": "exact_required"}
 
 
 def test_a_threshold_of_exactly_the_largest_read_is_accepted(project: Path) -> None:
@@ -535,7 +549,7 @@ def test_a_configuration_file_that_is_not_utf8_is_a_config_error(project: Path) 
 def _nested(depth: int, kind: str) -> str:
     if kind == "array":
         return "tool_thresholds = " + "[" * depth + "]" * depth + "\n"
-    return "tool_thresholds = " + "{a = " * depth + "1" + "}" * depth + "\n"
+    return "tool_thresholds = " + "{a = " * depth + '"x"' + "}" * depth + "\n"
 
 
 @examples(max_examples=30, deadline=None)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -764,3 +766,154 @@ def test_a_reporter_that_is_not_a_reporter_never_undoes_a_decision(
     (warning,) = caplog.records  # one line, naming classes only: no body, no owner
     assert "AttributeError" in warning.getMessage()
     assert "x" * 20 not in warning.getMessage()
+
+
+# -- what the record says: media type, kind and class ------------------------------------------
+
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG (stored, not deflated: big enough to be heavy)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    raw = b"".join(b"\x00" + bytes(width * 4) for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 0))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _orders(count: int) -> str:
+    return json.dumps(
+        [
+            {"id": i, "status": "paid" if i % 3 else "refunded", "total": i * 1.5}
+            for i in range(count)
+        ]
+    )
+
+
+@pytest.fixture
+def hold() -> Iterator[cargohold.Hold]:
+    with cargohold.open("memory://", tenant="acme", user="ana", session="records") as opened:
+        yield opened
+
+
+def test_an_offloaded_png_is_recorded_as_a_png_with_its_kind_and_class(
+    hold: cargohold.Hold,
+) -> None:
+    # It was recorded application/octet-stream, kind null, while its own stub said PNG.
+    result = hold.offload(_png(120, 120), tool="screenshot")
+
+    assert result.ref is not None
+    assert result.stub is not None
+    record = hold.info(result.ref).record
+    assert record is not None
+    assert (record.media_type, record.kind, record.classification) == (
+        "image/png",
+        "binary (png)",
+        "unsupported",
+    )
+    assert "| image/png |" in result.stub.text.splitlines()[1]
+    answer = hold.call_tool("artifact_info", {"ref": str(result.ref)})
+    assert json.loads(answer.text)["kind"] == "binary (png)"
+
+
+@pytest.mark.parametrize(
+    ("value", "media_type", "kind", "classification"),
+    [
+        (_log_text(40 * KiB), "text/plain; charset=utf-8", "log", "compressible"),
+        (_orders(2000), "application/json", "json", "compressible"),
+        (_orders(2000).encode(), "application/json", "json", "compressible"),
+        ({"orders": json.loads(_orders(2000))}, "application/json", "json", "compressible"),
+    ],
+    ids=["log-text", "json-text", "json-bytes", "json-value"],
+)
+def test_an_offloaded_result_records_the_kind_and_class_its_stub_states(
+    hold: cargohold.Hold, value: object, media_type: str, kind: str, classification: str
+) -> None:
+    result = hold.offload(value, tool="fetch")
+
+    assert result.ref is not None
+    assert result.stub is not None
+    record = hold.info(result.ref).record
+    assert record is not None
+    assert (record.media_type, record.kind, record.classification) == (
+        media_type,
+        kind,
+        classification,
+    )
+    assert f"kind {kind} | class {classification}" in result.stub.text
+
+
+def test_a_media_type_the_caller_gives_is_kept_not_sniffed(hold: cargohold.Hold) -> None:
+    result = hold.offload(_png(120, 120), tool="blob", media_type="application/x-custom")
+
+    assert result.ref is not None
+    record = hold.info(result.ref).record
+    assert record is not None
+    assert record.media_type == "application/x-custom"
+
+
+# -- declared classes ---------------------------------------------------------------------------
+
+
+def _assert_verbatim(stub_text: str, body: str) -> None:
+    preview = stub_text.split("--- preview ---\n", 1)[1].split("--- end of preview ---", 1)[0]
+    assert "class exact_required" in stub_text
+    assert preview.startswith(body[:200])  # the head, verbatim: no summary of the structure
+    assert "omitted" in preview
+
+
+def test_a_result_declared_exact_required_gets_verbatim_excerpts_never_a_summary(
+    hold: cargohold.Hold,
+) -> None:
+    # Security evidence, a policy, a memory response: their JSON went to the JSON summarizer.
+    policy = _orders(2000)
+
+    declared = hold.offload(policy, tool="read_policy", classification="exact_required")
+    detected = hold.offload(policy + "\n", tool="read_policy")
+
+    assert declared.stub is not None
+    assert detected.stub is not None
+    assert declared.ref is not None
+    _assert_verbatim(declared.stub.text, policy)
+    assert "class compressible" in detected.stub.text
+    record = hold.info(declared.ref).record
+    assert record is not None
+    assert record.classification == "exact_required"
+
+
+def test_a_tool_configured_exact_required_gets_verbatim_excerpts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_TOOL_CLASSIFICATIONS", "memory_recall=exact_required")
+    policy = _orders(2000)
+
+    with cargohold.open("memory://", tenant="acme", user="ana", session="s") as hold:
+        recalled = hold.offload(policy, tool="memory_recall")
+        other = hold.offload(policy, tool="list_orders")
+
+    assert recalled.stub is not None
+    assert other.stub is not None
+    _assert_verbatim(recalled.stub.text, policy)
+    assert "class compressible" in other.stub.text
+
+
+def test_a_binary_result_declared_exact_required_stays_unsupported(hold: cargohold.Hold) -> None:
+    result = hold.offload(_png(120, 120), tool="evidence", classification="exact_required")
+
+    assert result.stub is not None
+    assert "class unsupported" in result.stub.text
+
+
+@pytest.mark.parametrize("classification", ["compressible", "bypass", "unsupported", "exact"])
+def test_only_exact_required_can_be_declared(hold: cargohold.Hold, classification: str) -> None:
+    with pytest.raises(UsageError):
+        hold.offload(_orders(2000), tool="t", classification=classification)
+    with pytest.raises(UsageError):
+        Offloader(hold.store, tool_classifications={"t": classification})

@@ -401,3 +401,43 @@ def test_the_run_summary_counts_compressor_decisions(hold: Hold) -> None:
     _submit(hold, Recording(lambda request: "short"), orders_json())
 
     assert hold.summary.decisions["compress:compressed"] == 1
+
+
+def test_an_output_declared_exact_required_never_reaches_the_compressor(hold: Hold) -> None:
+    # Security evidence, a policy, a memory response: declared, their JSON went to the compressor.
+    compressor = Recording(lambda request: "short")
+    context = WorkingContext(hold, compressor=compressor)
+
+    result = context.submit(
+        orders_json(), worker="w", status="passed", classification="exact_required"
+    )
+    text = context.project(result, budget="max")
+    later = WorkingContext(hold, compressor=compressor).project(result, budget="strong")
+
+    assert compressor.requests == []
+    assert "kind json | class exact_required" in text
+    assert "kind json | class exact_required" in later  # read back, the record's class holds
+    assert orders_json()[:100] in text  # verbatim excerpts
+
+
+def test_a_tool_configured_exact_required_never_reaches_the_compressor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_TOOL_CLASSIFICATIONS", "memory_recall=exact_required")
+    compressor = Recording(lambda request: "short")
+    with open_hold() as configured:
+        context = WorkingContext(configured, compressor=compressor)
+        declared = context.submit(orders_json(), worker="w", status="passed", tool="memory_recall")
+        other = context.submit(orders_json(1999), worker="w", status="passed", tool="orders")
+
+        assert "class exact_required" in context.project(declared)
+        assert COMPRESSED in context.project(other)
+
+    assert [request.data for request in compressor.requests] == [orders_json(1999).encode()]
+
+
+def test_a_declared_class_other_than_exact_required_is_a_usage_error(hold: Hold) -> None:
+    context = WorkingContext(hold)
+
+    with pytest.raises(UsageError):
+        context.submit(orders_json(), worker="w", status="passed", classification="compressible")

@@ -20,6 +20,8 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     heavy_threshold = 32768   (at most 1048576, the largest read)   CARGOHOLD_HEAVY_THRESHOLD
     tool_thresholds = { fetch = 65536 }   (per tool, each at most 1048576)
                                                               CARGOHOLD_TOOL_THRESHOLDS
+    tool_classifications = { read_policy = "exact_required" }   (declared per tool)
+                                                         CARGOHOLD_TOOL_CLASSIFICATIONS
     secrets_policy = { fetch_logs = "mask" }   (per tool: "reject" | "mask")
                                                               CARGOHOLD_SECRETS_POLICY
     attachment_disposition = "ref"   (ref | inline | provider_native | tool:<name>)
@@ -239,6 +241,21 @@ def _policies(value: object) -> dict[str, str]:
     return checked
 
 
+def _classifications(value: object) -> dict[str, str]:
+    """A mapping of tool names to a declared class (``tool_classifications``): only
+    ``exact_required`` can be declared (a declaration makes a result stricter, never looser)."""
+    if not isinstance(value, Mapping):
+        raise ValueError('must be a table of tool = "exact_required"')
+    checked: dict[str, str] = {}
+    for name, declared in value.items():
+        if not isinstance(name, str):
+            raise ValueError('must be a table of tool = "exact_required"')
+        if declared != "exact_required":
+            raise _EntryError(name, 'must be "exact_required" (the only class a tool declares)')
+        checked[name] = declared
+    return checked
+
+
 DISPOSITIONS = ("ref", "inline", "provider_native")
 """The attachment dispositions besides ``tool:<name>`` (see :mod:`cargohold.guard`)."""
 
@@ -297,6 +314,7 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "sliding_ttl": (_boolean, False),
     "heavy_threshold": (_threshold, 32 * 1024),
     "tool_thresholds": (_thresholds, {}),
+    "tool_classifications": (_classifications, {}),
     "budget": (_budget, "balanced"),
     "read_budget": (_positive(_integer, most=MAX_READ_BUDGET), 16 * 1024),
     "events_log": (_text, None),
@@ -357,6 +375,9 @@ class Settings:
         heavy_threshold: Results of at least this many bytes are offloaded (32 KiB; at most
             :data:`MAX_THRESHOLD`, 1 MiB).
         tool_thresholds: Per-tool heavy thresholds (each at most 1 MiB too).
+        tool_classifications: Tools whose results are declared ``exact_required`` (security
+            evidence, policy or authority payloads, memory or context responses): their stubs
+            show verbatim excerpts only and no compressor sees them.
         budget: The default stub budget (``light``, ``balanced``, ``strong``, ``max``).
         read_budget: The default byte budget of a model-facing read (16 KiB, at most 1 MiB).
         events_log: A JSON-lines file the CLI appends decision events to; ``None`` for the
@@ -384,6 +405,7 @@ class Settings:
     sliding_ttl: bool = False
     heavy_threshold: int = 32 * 1024
     tool_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    tool_classifications: Mapping[str, str] = dataclasses.field(default_factory=dict)
     budget: str = "balanced"
     read_budget: int = 16 * 1024
     events_log: str | None = None
@@ -487,7 +509,15 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
-_MAPPINGS = frozenset({"tool_thresholds", "model_windows", "secrets_policy", "tool_dispositions"})
+_MAPPINGS = frozenset(
+    {
+        "tool_thresholds",
+        "tool_classifications",
+        "model_windows",
+        "secrets_policy",
+        "tool_dispositions",
+    }
+)
 
 
 def _pairs(key: str, value: str) -> dict[str, str]:
@@ -499,6 +529,7 @@ def _pairs(key: str, value: str) -> dict[str, str]:
             shape = {
                 "secrets_policy": "tool=reject|mask",
                 "tool_dispositions": "tool=disposition",
+                "tool_classifications": "tool=exact_required",
             }.get(key, "name=number")
             raise ConfigError(f"{ENV_PREFIX}{key.upper()} is a list of {shape}, comma-separated")
         pairs[name.strip()] = size.strip()
@@ -583,6 +614,7 @@ def load_settings(
         sliding_ttl=model["sliding_ttl"],
         heavy_threshold=model["heavy_threshold"],
         tool_thresholds=dict(model["tool_thresholds"]),
+        tool_classifications=dict(model["tool_classifications"]),
         budget=model["budget"],
         read_budget=model["read_budget"],
         events_log=model["events_log"] or None,

@@ -44,6 +44,7 @@ from cargohold._tools import ReadToolset, ToolAnswer
 
 if TYPE_CHECKING:
     from cargohold.guard import Guard, GuardReport
+    from cargohold.projection import ProjectionClass
     from cargohold.store import StoreBackend
 
 P = ParamSpec("P")
@@ -217,6 +218,7 @@ class Hold:
             reporter=reporter,
             ttl=ttl,
             secrets_policy=settings.secrets_policy,
+            tool_classifications=settings.tool_classifications,
         )
         self._reader = Rehydrator(
             self._scoped, reporter=reporter, default_budget=settings.read_budget
@@ -319,9 +321,14 @@ class Hold:
         complete: bool = True,
         failed: bool = False,
         budget: Budget | str | None = None,
+        classification: ProjectionClass | str | None = None,
     ) -> OffloadResult:
         """Decide what of a tool's result enters the conversation (see
-        :meth:`cargohold.Offloader.offload`); ``result.text`` is what to put there."""
+        :meth:`cargohold.Offloader.offload`); ``result.text`` is what to put there.
+
+        ``classification="exact_required"`` declares the result exact (security evidence, a
+        policy or authority payload, a memory or context response): verbatim excerpts only.
+        """
         return self._offloader.offload(
             value,
             tool=tool,
@@ -330,6 +337,7 @@ class Hold:
             complete=complete,
             failed=failed,
             budget=budget,
+            classification=classification,
         )
 
     def read(
@@ -469,6 +477,7 @@ class Hold:
         complete: bool = True,
         failed: bool = False,
         budget: Budget | str | None = None,
+        classification: ProjectionClass | str | None = None,
     ) -> OffloadResult:
         """:meth:`offload` on the worker pool. A cancelled caller does not cancel the write:
         once started, the bytes are stored (a write is never half done)."""
@@ -481,6 +490,7 @@ class Hold:
             complete=complete,
             failed=failed,
             budget=budget,
+            classification=classification,
         )
 
     async def aread(

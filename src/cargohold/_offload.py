@@ -68,6 +68,7 @@ from cargohold._stub import (
 )
 from cargohold._text import looks_textual
 from cargohold._tokens import Family, estimate_tokens, family_of
+from cargohold.projection import Detection, ProjectionClass, detect, sniff_media_type
 
 HEAVY_THRESHOLD = 32 * KiB
 """The default heavy threshold: results of at least this many bytes are offloaded."""
@@ -187,6 +188,9 @@ class Offloader:
         reporter: Where decision events go; ``None`` reports nothing.
         read_tools: The read tool names the surface offers, named in every stub.
         ttl: Seconds to keep offloaded bytes; the store's default when ``None``.
+        tool_classifications: Tools whose results are declared ``exact_required`` (a tool
+            returning security evidence, a policy or a memory): verbatim excerpts only, never
+            a compressor (configured when omitted, as ``secrets_policy``).
 
     Raises:
         ConfigError: a threshold that is not a positive integer of at most 1 MiB (the message
@@ -204,6 +208,7 @@ class Offloader:
         reporter: Reporter | None = None,
         read_tools: ReadTools = DEFAULT_READ_TOOLS,
         ttl: float | None = None,
+        tool_classifications: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(store, ScopedStore):
             raise UsageError("an Offloader needs a cargohold.ScopedStore")
@@ -218,6 +223,8 @@ class Offloader:
             budget = settings.budget if budget is None else budget
             if secrets_policy is None:
                 secrets_policy = settings.secrets_policy
+            if tool_classifications is None:
+                tool_classifications = settings.tool_classifications
         self._store = store
         self._threshold = _check_threshold("heavy_threshold", threshold)
         self._tool_thresholds = {
@@ -228,6 +235,9 @@ class Offloader:
         self._reporter = reporter
         self._read_tools = read_tools
         self._ttl = ttl
+        self._tool_classes = {
+            tool: _declared_for(tool, value) for tool, value in (tool_classifications or {}).items()
+        }
 
     def __repr__(self) -> str:
         return f"Offloader(threshold={self._threshold}, budget={self._budget.label})"
@@ -268,6 +278,16 @@ class Offloader:
         """Seconds offloaded bytes are kept; ``None`` for the store's default."""
         return self._ttl
 
+    @property
+    def tool_classifications(self) -> dict[str, str]:
+        """The per-tool declared classes (a copy): tool name -> ``exact_required``."""
+        return {tool: value.value for tool, value in self._tool_classes.items()}
+
+    def classification_for(self, tool: str | None) -> ProjectionClass | None:
+        """The class ``tool``'s results are declared (``exact_required``), or ``None`` when
+        their class is detected from their bytes."""
+        return None if tool is None else self._tool_classes.get(tool)
+
     def secrets_policy_for(self, tool: str | None) -> str:
         """``redact``, ``reject`` or ``mask``: what becomes of ``tool``'s results that hold a
         credential (its own policy, else the ``"*"`` entry's, else ``redact``)."""
@@ -286,6 +306,7 @@ class Offloader:
         complete: bool = True,
         failed: bool = False,
         budget: Budget | str | None = None,
+        classification: ProjectionClass | str | None = None,
         render: bool = True,
     ) -> OffloadResult:
         """Decide what of ``value`` enters the conversation.
@@ -293,12 +314,21 @@ class Offloader:
         Args:
             value: The tool's result: text, bytes, or JSON-serializable data.
             tool: The producing tool's name (per-tool threshold, stub, event).
-            media_type: A media type hint.
+            media_type: A media type hint. When omitted, text and bytes are stored under the
+                type their bytes prove (PNG, PDF, gzip, JSON... by
+                :func:`cargohold.projection.sniff_media_type`), else plain text or
+                ``application/octet-stream``; other values as ``application/json``.
             sensitivity: ``public``, ``internal`` or ``restricted``; the refused kinds
                 (``secret``, ``credential``, ``raw_auth``) give ``rejected`` at any size.
             complete: ``False`` when the tool truncated its own output.
             failed: The call failed or was cancelled: its preview is never ``compressible``.
             budget: This stub's budget, instead of the offloader's default.
+            classification: ``exact_required`` to declare the result exact (security
+                evidence, a policy or authority payload, a memory or context response): its
+                stub shows verbatim excerpts only, never a structural summary, and a
+                compressor never sees it. When omitted, the tool's configured class
+                (``tool_classifications``), else the class detected from the bytes. A
+                declaration only makes a result stricter: binary stays ``unsupported``.
             render: ``False`` to store (or withhold) under the same rules but make no stub,
                 for a caller that renders its own view of the stored bytes (the working
                 context): an offloaded result's ``stub`` is then ``None``, its content the bare
@@ -307,8 +337,10 @@ class Offloader:
 
         Raises:
             UsageError: a value that is not text, bytes or JSON-serializable, or is nested too
-                deeply to serialize; a bad media type; an unknown sensitivity.
+                deeply to serialize; a bad media type; an unknown sensitivity; a declared
+                classification other than ``exact_required``.
         """
+        declared = _declared(classification) or self.classification_for(tool)
         if isinstance(value, str) and value.startswith(SEGMENT_OPEN):
             # Only a segment made for this store passes (its HMAC under the store's key): a
             # tool that wraps raw text in a marker of its own is offloaded like any output.
@@ -362,18 +394,30 @@ class Offloader:
                 tokens=estimate_tokens(len(data), family),
             )
             return OffloadResult(OffloadOutcome.INLINE, reason, inline, None, None, event, redacted)
+        with CPU_BOUND:  # a parse of the body at most, as the projection's
+            if media_type is None and isinstance(value, str | bytes | bytearray | memoryview):
+                # What the bytes prove (a PNG, a PDF, JSON text), so the record says what the
+                # stub says; the defaults stand when they leave doubt.
+                media = normalize_media_type(sniff_media_type(data) or media)
+            # Kind and class are decided before the put, so the record carries them.
+            found = _detection(data, media, failed, declared)
         try:
             key = self._store.marker_key()  # read once per store; unreachable: degraded
             put = self._store.put(
                 data,
                 media_type=media,
+                kind=_kind_label(found),
                 tool=tool,
                 ttl=self._ttl,
                 sensitivity=sensitivity,
                 complete=complete,
+                classification=found.classification.value,
             )
         except (RejectedError, StoreError) as exc:
             return self._withheld(exc, size, limit, media, tool, family)
+        if put.record.media_type != media:  # the first write's record: judged as it says
+            with CPU_BOUND:
+                found = _detection(data, put.record.media_type, failed, declared)
         outcome = OffloadOutcome.EXISTING_REFERENCE if put.existing else OffloadOutcome.OFFLOADED
         if redacted:  # the outcome says whether these (redacted) bytes were stored before
             reason = Reason.CREDENTIAL_REDACTED
@@ -402,6 +446,7 @@ class Offloader:
                 failed=failed,
                 read_tools=self._read_tools,
                 key=key,
+                detection=found,
             )
         event = self._event(
             outcome,
@@ -534,6 +579,43 @@ class Offloader:
             context_bytes=context_bytes,
             estimated_tokens=tokens,
         )
+
+
+def _declared(classification: ProjectionClass | str | None) -> ProjectionClass | None:
+    """A caller's declared class: ``exact_required`` or none.
+
+    Raises:
+        UsageError: any other class (a class is decided fail-safe; a declaration may only
+            make a result stricter, never compressible).
+    """
+    if classification is None:
+        return None
+    if classification != ProjectionClass.EXACT_REQUIRED.value:
+        raise UsageError("a declared classification can only be exact_required")
+    return ProjectionClass.EXACT_REQUIRED
+
+
+def _declared_for(tool: object, value: object) -> ProjectionClass:
+    if not isinstance(tool, str) or value != ProjectionClass.EXACT_REQUIRED.value:
+        raise UsageError('tool_classifications maps tool names to "exact_required"')
+    return ProjectionClass.EXACT_REQUIRED
+
+
+def _kind_label(found: Detection) -> str:
+    """The kind as the stub states it (``json``, ``code (python)``, ``binary (png)``): what
+    ``artifact_info`` and ``cargohold ls`` show of the record."""
+    return f"{found.kind} ({found.detail})" if found.detail else found.kind
+
+
+def _detection(
+    data: bytes, media_type: str, failed: bool, declared: ProjectionClass | None
+) -> Detection:
+    """The kind and class of the bytes, a declared ``exact_required`` over ``compressible``
+    (``unsupported`` binary keeps its class: its bytes have no verbatim excerpt)."""
+    found = detect(data, media_type=media_type, failed=failed)
+    if declared is not None and found.classification is ProjectionClass.COMPRESSIBLE:
+        return Detection(found.kind, declared, found.detail)
+    return found
 
 
 _QUOTAS = {

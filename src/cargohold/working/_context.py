@@ -209,6 +209,7 @@ class WorkingContext:
         tool: str | None = None,
         sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
         complete: bool = True,
+        classification: ProjectionClass | str | None = None,
     ) -> WorkerResult:
         """Store a worker's exact output, then take its report and return its bounded result.
 
@@ -231,9 +232,14 @@ class WorkingContext:
             tool: The name the output is stored under (the worker's id when omitted).
             sensitivity: ``public``, ``internal`` or ``restricted``.
             complete: ``False`` when the worker truncated its own output.
+            classification: ``exact_required`` declares the output exact (security evidence,
+                a policy or authority payload, a memory or context response): its preview is
+                verbatim excerpts and the compressor never sees it. When omitted, the hold's
+                ``tool_classifications`` entry for ``tool`` (or the worker), else detected.
 
         Raises:
-            UsageError: a developer mistake in the arguments (not in the worker's report).
+            UsageError: a developer mistake in the arguments (not in the worker's report),
+                including a declared classification other than ``exact_required``.
         """
         claimed = _harness_status(status)
         _usage_id(worker, "worker")
@@ -258,6 +264,7 @@ class WorkingContext:
             reporter=worker_hold.reporter,
             read_tools=base.read_tools,
             ttl=base.ttl,
+            tool_classifications=base.tool_classifications,
         )
         # 1. The exact bytes first. Bytes, not text: a worker's output is never a bypass.
         stored = offloader.offload(
@@ -267,8 +274,10 @@ class WorkingContext:
             sensitivity=sensitivity,
             complete=complete,
             failed=claimed is not WorkerStatus.PASSED,
+            classification=classification,
             render=False,  # the context renders its own projection (step 4)
         )
+        declared = classification or offloader.classification_for(tool or worker)
         if stored.redacted:
             # The redact policy stored a copy with each credential replaced by a marker: that
             # copy is the evidence, its size the one recorded, and the one projected. The same
@@ -335,7 +344,9 @@ class WorkingContext:
             for entry in result.refs:
                 self._availability[entry.ref] = ReadOutcome.RESOLVED
         # 4. The projection, from the bytes in hand (the compressor only ever sees stored ones).
-        text = self._render(result, self._budget, data if raw else None, worker_hold)
+        text = self._render(
+            result, self._budget, data if raw else None, worker_hold, declared=declared
+        )
         with self._lock:
             self._cache[(result, self._budget)] = text
         return result
@@ -353,6 +364,7 @@ class WorkingContext:
         tool: str | None = None,
         sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
         complete: bool = True,
+        classification: ProjectionClass | str | None = None,
     ) -> WorkerResult:
         """:meth:`submit` on the hold's worker pool: the event loop never waits on the store."""
         return await self._hold.arun(
@@ -367,6 +379,7 @@ class WorkingContext:
             tool=tool,
             sensitivity=sensitivity,
             complete=complete,
+            classification=classification,
         )
 
     # -- projecting ---------------------------------------------------------------------------
@@ -394,13 +407,21 @@ class WorkingContext:
         """:meth:`project` on the hold's worker pool."""
         return await self._hold.arun(self.project, result, budget=budget)
 
-    def _render(self, result: WorkerResult, budget: Budget, data: bytes | None, via: Hold) -> str:
+    def _render(
+        self,
+        result: WorkerResult,
+        budget: Budget,
+        data: bytes | None,
+        via: Hold,
+        *,
+        declared: ProjectionClass | str | None = None,
+    ) -> str:
         raw = result.raw_ref
 
         def preview(room: int) -> list[str]:
             if raw is None:
                 return []
-            return self._preview(result, raw, room, data, via)
+            return self._preview(result, raw, room, data, via, declared)
 
         read_tools = self._hold.offloader.read_tools
         json_like = any("json" in (entry.media_type or "") for entry in result.refs)
@@ -420,9 +441,19 @@ class WorkingContext:
             }
 
     def _preview(
-        self, result: WorkerResult, raw: ResultRef, room: int, data: bytes | None, via: Hold
+        self,
+        result: WorkerResult,
+        raw: ResultRef,
+        room: int,
+        data: bytes | None,
+        via: Hold,
+        declared: ProjectionClass | str | None,
     ) -> list[str]:
-        """The preview block of the stored output in ``room`` bytes (rules included)."""
+        """The preview block of the stored output in ``room`` bytes (rules included).
+
+        ``declared`` is the class the submit declared; a preview made later (a restored
+        context) takes it from the record, where the offload wrote the class it decided.
+        """
         if data is None:
             try:
                 answer = via.store.read(raw.ref)
@@ -438,6 +469,8 @@ class WorkingContext:
                     self._availability[raw.ref] = answer.outcome
                 return [f"evidence preview unavailable: the output reads as {answer.outcome.value}"]
             data = answer.data
+            if answer.record is not None:
+                declared = answer.record.classification
         media = raw.media_type or "application/octet-stream"
         failed = result.reported_status is not WorkerStatus.PASSED
         if _is_segment(data, via.store):
@@ -449,6 +482,11 @@ class WorkingContext:
         if findings:  # a tool whose policy masks: the exact bytes are stored, never shown
             data = mask_secrets(data, findings)
         found: Detection = detect(data, media_type=media, failed=failed)
+        if (
+            declared == ProjectionClass.EXACT_REQUIRED.value
+            and found.classification is ProjectionClass.COMPRESSIBLE
+        ):  # declared exact: verbatim excerpts, and no compressor ever sees it
+            found = Detection(found.kind, ProjectionClass.EXACT_REQUIRED, found.detail)
         made = make_preview(
             data,
             raw.ref,
