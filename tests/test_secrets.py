@@ -1249,3 +1249,30 @@ def test_a_small_mcp_result_holding_a_credential_reaches_the_client_redacted(
     redacted = "remote configured\ntoken: [REDACTED:github_token]\n"
     assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [redacted]
     assert offloaded.structured_content == {"result": redacted, "ok": True}
+
+
+def test_a_small_binary_part_kept_inline_by_policy_never_carries_a_key_to_the_client(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult, ImageContent
+
+    from cargohold.mcp import ResultPolicy, offload_result
+
+    fake = _fake("ec_private_key", seed=45)
+    raw = b"\x89PNG\r\n\x1a\n" + random.Random(45).randbytes(200) + fake.text.encode()
+    part = ImageContent(data=base64.b64encode(raw).decode(), mime_type="image/png")
+    clean = ImageContent(data=base64.b64encode(raw[:208]).decode(), mime_type="image/png")
+    result = CallToolResult(content=[part, clean])
+
+    with _mcp_hold(None, tmp_path) as hold:
+        offloaded = offload_result(
+            hold, result, tool="screenshot", policy=ResultPolicy(default="inline")
+        )
+
+    assert offloaded.content[1] == clean  # inline by policy, as it came
+    assert not isinstance(offloaded.content[0], ImageContent)
+    seen = offloaded.model_dump_json()
+    for value in fake.values:
+        assert base64.b64encode(value.encode()).decode()[8:40] not in seen
+    _assert_shows_no_value(seen, fake.values)

@@ -316,7 +316,7 @@ def _binary(
         tool
     ):
         decided = hold.offload(raw, tool=tool, media_type=media)  # one decision, one event
-        if decided.outcome is OffloadOutcome.INLINE:
+        if decided.outcome is OffloadOutcome.INLINE and not decided.redacted:  # else described
             return [block]
         return _replacement(decided)
     if disposition.kind is not DispositionKind.TOOL:

@@ -154,7 +154,8 @@ class ToolOutputs:
             if not self._producer:
                 return None if not force else await self._store(raw, media, tool, REF)
             decided = await self._hold.aoffload(raw, tool=tool, media_type=media)
-            return None if decided.outcome is OffloadOutcome.INLINE else decided.text
+            unchanged = decided.outcome is OffloadOutcome.INLINE and not decided.redacted
+            return None if unchanged else decided.text  # redacted bytes: described, never sent
         if disposition.kind is not DispositionKind.TOOL:
             disposition = REF  # inline over the threshold, and provider_native: by ref
         return await self._store(raw, media, tool, disposition)
