@@ -3,8 +3,10 @@
 For agent loops written by hand, or frameworks without an adapter: decorate the function that
 produces a tool's result, sync or async. Each call is one offload decision (one event): at or
 above the heavy threshold the exact bytes are stored and the call returns the stub text; below
-it, the call returns the value itself, unchanged. A result that holds credentials, is over a
-limit or meets a store that is down returns a bounded notice instead: never the raw body.
+it, the call returns the value itself, unchanged. A result that holds credentials comes back
+(or is stored) with each one replaced by ``[REDACTED:<kind>]``, unless its tool's secrets policy
+rejects or masks them; one over a limit, or that meets a store that is down, returns a bounded
+notice instead: never the raw body.
 
 ::
 

@@ -3,8 +3,10 @@
 For each worker's output, in this order:
 
 1. the exact bytes are stored (through the offload seam with a threshold of one byte: every
-   non-empty output is kept, whatever its size; credentials are scanned for as everywhere, and
-   the store's quotas and sensitivity rules apply). Nothing is projected before this.
+   non-empty output is kept, whatever its size; credentials are scanned for as everywhere and,
+   under the default policy, replaced by markers before anything is stored, so the evidence is
+   the redacted copy; the store's quotas and sensitivity rules apply). Nothing is projected
+   before this.
 2. the worker's report is validated as untrusted input; the references it names must be held
    by the store for this session.
 3. a :class:`~cargohold.working.WorkerResult` is built: status, bounded summary, findings and
