@@ -622,6 +622,76 @@ def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[st
         assert answer.content is None
 
 
+# -- the recovered segment's framing: what a client strips is exactly one newline --------------
+
+CLOSE = "[cargohold:end-recovered]"
+
+
+def client_page(segment: str) -> str:
+    """The page inside a segment, by the documented rule (docs/mcp.md, "Recovered segments"):
+    everything after the opening line's newline, less the one newline before the closing line."""
+    head, newline, rest = segment.partition("\n")
+    assert newline
+    assert head.startswith("[cargohold:recovered] ")
+    assert rest.endswith("\n" + CLOSE)
+    return rest[: -len(CLOSE) - 1]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("artifact_read_lines", {"start_line": 1, "end_line": 3}),  # ends with its newline
+        ("artifact_read_lines", {"start_line": 2000}),  # the body's last line
+        ("artifact_read", {"offset": 0, "length": 20}),  # ends inside a line
+        ("artifact_read", {"offset": 0, "length": 0}),  # empty
+        ("artifact_grep", {"pattern": "request 7 "}),
+    ],
+)
+def test_a_client_that_strips_one_newline_before_the_end_marker_gets_the_page_exactly(
+    hold: Hold, tool: str, arguments: dict[str, Any]
+) -> None:
+    ref = put(hold, LOG, "text/plain")
+
+    answer = hold.call_tool(tool, {"ref": ref, **arguments})
+
+    assert answer.outcome == "resolved"
+    page = client_page(answer.text)
+    assert page == answer.content
+    assert hashlib.sha256(page.encode()).hexdigest() == answer.structured()["sha256"]
+    if answer.start is not None and answer.end is not None:
+        assert page.encode() == LOG[answer.start : answer.end]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.characters(blacklist_categories=["Cs"]), max_size=60), keyed=st.booleans())
+def test_any_text_is_framed_so_one_rule_recovers_it_and_the_segment_stays_genuine(
+    text: str, keyed: bool
+) -> None:
+    ref = Ref.parse("artifact://sha256/" + "a" * 64)
+    key = bytes(range(32)) if keyed else None
+    # texts that end with newlines or with the closing marker itself are the hard cases
+    for variant in (text, text + "\n", text + "\n\n", text + "\n" + CLOSE, CLOSE + "\n" + text):
+        segment = cargohold.render_segment(ref, "bytes 0-1 of 2", variant, 1 << 20, key=key)
+        assert client_page(segment) == variant
+        info = parse_segment(segment, key=key)
+        assert info is not None
+        assert info.text_bytes == utf8_len(variant)
+
+
+def test_a_segment_framed_by_an_older_version_is_still_genuine() -> None:
+    ref = Ref.parse("artifact://sha256/" + "b" * 64)
+    key = bytes(range(32))
+    text = "line 1\nline 2\n"
+    segment = cargohold.render_segment(ref, "lines 1-2 of 9", text, 4096, key=key)
+    older = segment.removesuffix("\n" + CLOSE) + CLOSE  # no newline of its own before the marker
+
+    info = parse_segment(older, key=key)
+
+    assert info is not None
+    assert info.text_bytes == len(text)
+    assert parse_segment(older.replace("line 2", "line 3"), key=key) is None
+
+
 # -- binary artifacts: no lines, and the read that returns their bytes ------------------------
 
 

@@ -9,6 +9,12 @@ between the marker lines::
     ...the text...
     [cargohold:end-recovered]
 
+The framing is fixed, whatever the text: the opening line, one ``\n``, the text exactly, one
+``\n``, the closing line (nothing after it). So the text is everything between the first ``\n``
+and the last ``\n``: a client removes exactly one newline before the closing line, never "a
+trailing newline if any" (a text that ends with its own newline has two there). The text may
+itself hold either marker line; only the first line and the last count.
+
 The check is ``mac``: an HMAC-SHA256, under the store's marker key (:mod:`cargohold._marks`), of the
 opening line's fields and the text. A tool that does not hold the key cannot make one, so a segment
 it forged (a made-up reference around raw text) or a genuine one it edited is raw content to the
@@ -56,14 +62,11 @@ def render_segment(ref: Ref, span: str, text: str, budget: int, *, key: bytes | 
         key: The store's marker key: the check is then an HMAC only the key's holders can make
             (what a guard trusts). Without one, a plain digest (tests and documentation).
     """
-    # Text that ends with its own newline needs no separator before the closing line (a stray
-    # blank line otherwise); the check tells the two shapes apart when parsing.
-    separator = "" if text.endswith("\n") else "\n"
     fields = f"{ref} | {span} | budget {budget}"
     check = (
         "sha256 " + _digest(text) if key is None else "mac " + _mac(check_key(key), fields, text)
     )
-    return f"{OPEN} {fields} | {check}\n{text}{separator}{CLOSE}"
+    return f"{OPEN} {fields} | {check}\n{text}\n{CLOSE}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +106,11 @@ def parse_segment(text: str, *, key: bytes | None = None) -> SegmentInfo | None:
         def genuine(body: str) -> bool:
             return same(_mac(secret, fields, body), check)
 
-    # The text and its separator; or text that ended with its own newline (so when the text
-    # without the last newline would still end with one, it must be the latter).
+    # The text, then the one newline before the closing line. Segments written before that
+    # framing was fixed left it out after a text ending in a newline: still genuine (the check
+    # says which reading it was made for), so a conversation from an older version still passes.
     body = rest[:-1]
-    if body.endswith("\n") or not genuine(body):
+    if not genuine(body):
         body = rest
         if not genuine(body):
             return None
