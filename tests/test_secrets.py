@@ -629,6 +629,33 @@ def test_after_masking_nothing_is_left_to_find_and_nothing_else_moves(parts: lis
     assert all(a.end <= b.start for a, b in itertools.pairwise(findings))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(_FRAGMENTS, _FILLER), max_size=12), st.sampled_from(["\n", "\r\n"]))
+def test_after_redacting_nothing_is_left_to_find_and_every_line_keeps_its_number(
+    parts: list[str], newline: str
+) -> None:
+    data = " ".join(parts).replace("\n", newline).encode()
+    findings = find_secrets(data)
+
+    redacted = redact_secrets(data, findings)
+
+    assert find_secrets(redacted) == []
+    assert redacted.count(b"\n") == data.count(b"\n")
+    assert redacted.count(b"[REDACTED:") == len(findings)
+    # Every line no credential touched is the same line, at the same number.
+    touched = {
+        n for f in findings for n in range(f.line, f.line + data.count(b"\n", f.start, f.end) + 1)
+    }
+    before, after = data.split(b"\n"), redacted.split(b"\n")
+    assert [line for n, line in enumerate(after, 1) if n not in touched] == [
+        line for n, line in enumerate(before, 1) if n not in touched
+    ]
+    assert redact_secrets(redacted) == redacted
+    kept = redact_secrets(data, findings, keep_length=True)
+    assert len(kept) == len(data)
+    assert find_secrets(kept) == []
+
+
 def test_a_description_names_every_kind_and_at_most_twenty_line_numbers() -> None:
     findings: list[SecretFinding] = []
     line = 0
