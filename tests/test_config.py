@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+import cargohold
+import cargohold.store as cargohold_store
 from cargohold import (
     ConfigError,
     LimitExceededError,
@@ -571,3 +574,56 @@ def test_the_cli_answers_a_100000_deep_configuration_with_a_usage_error(project:
 
     assert done.returncode == 2, done.stderr[-2000:]
     assert "RecursionError" not in done.stderr
+
+
+# -- layering -----------------------------------------------------------------------------------
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a source file imports, wherever the import sits (a function, a
+    ``TYPE_CHECKING`` block), resolved to absolute names."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_store_layer_imports_no_configuration() -> None:
+    # store/__init__ imported _config (for open_store(None)) while _config imported the store:
+    # a cycle. The store is the lowest layer; the configured store is cargohold.open_store's.
+    store_dir = Path(cargohold_store.__file__).parent
+    for source in sorted(store_dir.glob("*.py")):
+        assert "cargohold._config" not in _imported_modules(source), source.name
+
+
+def test_opening_a_store_by_url_loads_no_configuration(project: Path) -> None:
+    code = (
+        "import sys\n"
+        "from cargohold.store import open_store\n"
+        "open_store('memory://').close()\n"
+        "print('cargohold._config' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=project
+    )
+
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def test_the_top_level_open_store_reads_the_configuration_the_store_level_one_does_not(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_STORE", "memory://")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(project / "cache"))
+
+    configured = cargohold.open_store()
+    embedded = cargohold_store.open_store()
+
+    assert isinstance(configured, cargohold.MemoryStore)
+    assert isinstance(embedded, cargohold.LocalStore)  # the embedded default, under the cache
+    configured.close()
+    embedded.close()

@@ -21,7 +21,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from cargohold._config import Settings, load_settings
+    from cargohold._config import Settings, load_settings, open_store
     from cargohold._decorator import offload_tool
     from cargohold._errors import (
         CargoholdError,
@@ -84,7 +84,7 @@ if _typing.TYPE_CHECKING:
         guard_openai,
     )
     from cargohold.projection import ProjectionClass
-    from cargohold.store import LocalStore, MemoryStore, StoreBackend, open_store
+    from cargohold.store import LocalStore, MemoryStore, StoreBackend
     from cargohold.working import (
         ChangeOp,
         Checkpoint,
@@ -198,7 +198,7 @@ _EXPORTS: dict[str, str] = {
     "mask_secrets": "cargohold._secrets",
     "offload_tool": "cargohold._decorator",
     "open": "cargohold._hold",
-    "open_store": "cargohold.store",
+    "open_store": "cargohold._config",
     "parse_segment": "cargohold._segment",
     "parse_stub": "cargohold._stub",
     "render_segment": "cargohold._segment",

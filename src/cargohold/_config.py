@@ -41,6 +41,7 @@ import getpass
 import math
 import os
 import stat
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,8 @@ from cargohold._errors import CargoholdError, ConfigError, InvalidScopeError
 from cargohold._records import Limits
 from cargohold._scope import Scope, check_part
 
-if TYPE_CHECKING:  # the store imports this module: typing only
-    from cargohold.store import StoreBackend
+if TYPE_CHECKING:  # the store is imported when a store is opened, not with the configuration
+    from cargohold.store import Clock, StoreBackend
 
 ENV_PREFIX = "CARGOHOLD_"
 DEFAULT_TENANT = "local"
@@ -423,9 +424,9 @@ class Settings:
     def open_store(self) -> StoreBackend:
         """Open the store these settings name (``store``, with its ``limits`` and ``blobs``
         tier); ``""`` is the embedded default. The caller closes it."""
-        from cargohold.store import open_store
+        from cargohold.store import open_store as open_url
 
-        return open_store(
+        return open_url(
             self.store or "",
             limits=self.limits,
             blobs=self.blobs,
@@ -541,6 +542,45 @@ def _default_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (containers): still a usable, stable name
         return f"uid-{os.getuid()}"
+
+
+def open_store(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    limits: Limits | None = None,
+    clock: Clock = time.time,
+    blobs: str | None = None,
+    blobs_threshold: int | None = None,
+) -> StoreBackend:
+    """Open a store: the one ``url`` names, or with ``url=None`` the configured one.
+
+    The configured store is ``CARGOHOLD_STORE``, then ``store`` in ``cargohold.toml`` or
+    ``[tool.cargohold]``, else the embedded default (local, under the XDG cache directory), as
+    the CLI resolves it; with it, the configured ``limits`` and ``blobs`` tier when omitted.
+    The URL forms are :func:`cargohold.store.open_store`'s. The caller closes the store.
+
+    Args:
+        url: A store URL or path; ``""`` is the embedded default; ``None`` the configured store.
+        limits: Store limits (the configured ones with ``url=None``, else the defaults).
+        clock: Source of "now" for TTLs.
+        blobs: ``s3://bucket/prefix`` for the PostgreSQL store's bodies (configured with
+            ``url=None``).
+        blobs_threshold: Bodies of more than this many bytes go to the bucket (64 KiB).
+
+    Raises:
+        ConfigError: a bad configuration, an unknown scheme, a missing extra, or ``blobs`` for
+            another backend than PostgreSQL.
+    """
+    from cargohold.store import open_store as open_url
+
+    if url is None:
+        settings = load_settings()
+        url = settings.store or ""
+        limits = settings.limits if limits is None else limits
+        blobs = settings.blobs if blobs is None else blobs
+        if blobs_threshold is None:
+            blobs_threshold = settings.blobs_threshold
+    return open_url(url, limits=limits, clock=clock, blobs=blobs, blobs_threshold=blobs_threshold)
 
 
 def load_settings(

@@ -56,37 +56,27 @@ def open_store(
     blobs: str | None = None,
     blobs_threshold: int | None = None,
 ) -> StoreBackend:
-    """Open the store a URL names.
+    """Open the store a URL names (no configuration is read here: the store is the lowest
+    layer; :func:`cargohold.open_store` resolves the configured store, then calls this).
 
     Args:
-        url: ``memory://``; a path or ``file://`` URL for the local backend; ``""`` for the
-            embedded default (local, under the XDG cache directory); ``postgresql://`` or
-            ``postgres://`` for the PostgreSQL backend (``cargohold[postgres]``). ``None``: the
-            configured store (``CARGOHOLD_STORE``, then ``store`` in ``cargohold.toml`` or
-            ``[tool.cargohold]``, else the embedded default), as the CLI resolves it.
-        limits: Store limits; when omitted, the configured limits (with ``url=None``) or the
-            defaults.
+        url: ``memory://``; a path or ``file://`` URL for the local backend; ``""`` or
+            ``None`` for the embedded default (local, under the XDG cache directory);
+            ``postgresql://`` or ``postgres://`` for the PostgreSQL backend
+            (``cargohold[postgres]``).
+        limits: Store limits; the defaults when omitted.
         clock: Source of "now" for TTLs.
         blobs: ``s3://bucket/prefix``: the PostgreSQL store keeps bodies larger than
             ``blobs_threshold`` there (``cargohold[s3]``; endpoint and credentials from the
-            AWS variables). With ``url=None``, the configured one (``CARGOHOLD_BLOBS``,
-            ``blobs``) when omitted.
+            AWS variables).
         blobs_threshold: Bodies of more than this many bytes go to the bucket (64 KiB).
 
     Raises:
-        ConfigError: an unknown scheme, a bad configuration, a PostgreSQL URL without
-            psycopg installed, ``blobs`` without obstore installed, or ``blobs`` for another
-            backend than PostgreSQL.
+        ConfigError: an unknown scheme, a PostgreSQL URL without psycopg installed, ``blobs``
+            without obstore installed, or ``blobs`` for another backend than PostgreSQL.
     """
     if url is None:
-        from cargohold._config import load_settings
-
-        settings = load_settings()
-        url = settings.store or ""
-        limits = settings.limits if limits is None else limits
-        blobs = settings.blobs if blobs is None else blobs
-        if blobs_threshold is None:
-            blobs_threshold = settings.blobs_threshold
+        url = ""
     is_postgres = isinstance(url, str) and url.startswith(("postgresql:", "postgres:"))
     if blobs is not None and not is_postgres:
         raise ConfigError("bodies in object storage (blobs) need the PostgreSQL store")
