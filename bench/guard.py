@@ -1,8 +1,10 @@
 """Guard benchmark: ``python -m bench.guard [--quick] [--markdown FILE]``.
 
 The edge guard over a realistic ~115-message, 2 MiB OpenAI Chat Completions request, against
-``orjson.dumps`` of the same request (which the client must do anyway before sending it). The
-design's target: the guard costs at most 0.1 of the serialization.
+``orjson.dumps`` of the same request (which the client must do anyway before sending it), and
+over its twins: ASCII-only, Anthropic Messages, OpenAI Responses (the input items as the SDK
+returns them) and LangChain message objects. The design's target: the guard costs at most 0.1
+of the serialization.
 
 The request is an agent run built from the shared corpus: a system prompt, then rounds of a user
 turn, an assistant tool call, the tool's result and an assistant answer. Heavy tool results were
@@ -188,6 +190,49 @@ def anthropic_twin(request: dict[str, Any]) -> dict[str, Any]:
     return {"model": model, "max_tokens": 4096, "system": system, "messages": messages}
 
 
+def responses_twin(request: dict[str, Any]) -> dict[str, Any]:
+    """The same conversation as an OpenAI ``responses.create`` request, the shapes a caller
+    passes back: the system prompt as ``instructions``, user turns as ``{role, content}``,
+    assistant turns as the output messages the SDK returns (``output_text`` parts), each tool
+    call a ``function_call`` item and each result a ``function_call_output``."""
+    items: list[dict[str, Any]] = []
+    instructions = None
+    for index, message in enumerate(request["messages"]):
+        role = message["role"]
+        if role == "system":
+            instructions = message["content"]
+        elif role == "tool":
+            output = {"call_id": message["tool_call_id"], "output": message["content"]}
+            items.append({"type": "function_call_output", **output})
+        elif message.get("tool_calls"):
+            for call in message["tool_calls"]:
+                function = call["function"]
+                items.append(
+                    {
+                        "type": "function_call",
+                        "id": f"fc_{index:03d}",
+                        "call_id": call["id"],
+                        "name": function["name"],
+                        "arguments": function["arguments"],
+                        "status": "completed",
+                    }
+                )
+        elif role == "assistant":
+            text = {"type": "output_text", "text": message["content"], "annotations": []}
+            items.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{index:03d}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [text],
+                }
+            )
+        else:
+            items.append({"role": role, "content": message["content"]})
+    return {"model": request["model"], "instructions": instructions, "input": items}
+
+
 def langchain_twin(request: dict[str, Any]) -> list[Any] | None:
     """The same conversation as LangChain message objects (what ``CargoholdMiddleware``
     checks), or ``None`` without langchain-core."""
@@ -244,7 +289,7 @@ def measure(
     def leak_only() -> object:
         return guard.check(checked, format=format, check_window=False)
 
-    messages = request["messages"]
+    messages = request["messages"] if "messages" in request else request["input"]
 
     def floor() -> object:
         # What any Python walk pays at least: visit every message's values and take a len()
@@ -296,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         ("", request, "openai-chat", None),
         ("ASCII-only: ", ascii_only(request), "openai-chat", None),
         ("Anthropic: ", anthropic_twin(request), "anthropic", None),
+        ("Responses: ", responses_twin(request), "openai-responses", None),
     ]
     if lang is not None:
         variants.append(("LangChain objects: ", request, "langchain", lang))
@@ -305,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         report = Guard(key=KEY).check(checked, format=format, **model)  # it must pass
         body = orjson.dumps(variant)
         print(
-            f"{label or 'request: '}{len(variant['messages'])} messages, {len(body):,} bytes as "
+            f"{label or 'request: '}{len(variant.get('messages', variant.get('input', [])))} "
+            f"messages, {len(body):,} bytes as "
             f"JSON, {report.estimated_tokens:,} estimated tokens, window check by "
             f"{report.decided_by}"
         )

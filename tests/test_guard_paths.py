@@ -18,7 +18,12 @@ from hypothesis import strategies as st
 
 from cargohold._tokens import count_tokens
 from cargohold.guard import Guard
-from cargohold.guard._formats import walk_anthropic, walk_langchain, walk_openai_chat
+from cargohold.guard._formats import (
+    walk_anthropic,
+    walk_langchain,
+    walk_openai_chat,
+    walk_openai_responses,
+)
 from cargohold.guard._guard import MESSAGE_TOKENS
 from cargohold.guard._walk import Walker
 
@@ -341,3 +346,89 @@ def test_counted_tokens_are_the_texts_the_fast_pass_measured() -> None:
     counts = [count_tokens(text) for text in measured]
     assert None not in counts
     assert report.counted_tokens == sum(c for c in counts if c is not None) + 3 * MESSAGE_TOKENS
+
+
+text_parts = st.fixed_dictionaries(
+    {"type": st.sampled_from(("input_text", "output_text")), "text": texts()},
+    optional={
+        "annotations": st.one_of(st.just([]), st.just([{"type": "url_citation", "url": "u"}])),
+        "logprobs": st.just([]),
+    },
+)
+response_items = st.one_of(
+    st.fixed_dictionaries(  # an easy message; now and then a key of a family of its own
+        {
+            "role": st.sampled_from(("user", "assistant", "developer", "system")),
+            "content": st.one_of(texts(), st.lists(text_parts, max_size=3), st.none()),
+        },
+        optional={"type": st.just("message"), "data": texts(), "k" * 50: texts()},
+    ),
+    st.fixed_dictionaries(  # an output message as the SDK returns it
+        {
+            "type": st.just("message"),
+            "id": st.just("msg_1"),
+            "role": st.just("assistant"),
+            "status": st.just("completed"),
+            "content": st.lists(
+                st.one_of(
+                    text_parts,
+                    st.fixed_dictionaries({"type": st.just("input_image"), "image_url": texts()}),
+                ),
+                max_size=3,
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("function_call"),
+            "call_id": st.sampled_from(("call_1", "call_2", "")),
+            "name": st.sampled_from(("low_tool", "high_tool", "other_tool", "bad name!")),
+            "arguments": texts(),
+        },
+        optional={"id": st.just("fc_1"), "status": st.just("completed"), "input": texts()},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("function_call_output"),
+            "call_id": st.sampled_from(("call_1", "call_2", "call_9")),
+            "output": st.one_of(texts(), st.lists(text_parts, max_size=2)),
+        },
+        optional={"id": st.just("fco_1"), "status": st.none()},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("reasoning"),
+            "id": st.just("rs_1"),
+            "summary": st.lists(
+                st.fixed_dictionaries({"type": st.just("summary_text"), "text": texts()}),
+                max_size=2,
+            ),
+            "encrypted_content": texts(),
+        }
+    ),
+    texts(),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(response_items, max_size=8), instructions=texts())
+# Text parts each under every threshold that add up to the threshold: the message is a finding.
+@example(
+    items=[
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "t" * 299, "annotations": []}] * 3,
+        }
+    ],
+    instructions="",
+)
+def test_responses_fast_path_measures_and_finds_what_the_general_path_does(
+    items: list[Any], instructions: str
+) -> None:
+    request = {"model": "gpt-4.1", "instructions": instructions, "input": items}
+    fast = Walker(THRESHOLD, root=request, tool_thresholds=TOOL_THRESHOLDS)
+    general = Walker(THRESHOLD, [], root=request, tool_thresholds=TOOL_THRESHOLDS)
+    walk_openai_responses(fast, request)
+    walk_openai_responses(general, request)
+    assert _measured(fast) == _measured(general)

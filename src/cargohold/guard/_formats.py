@@ -1,11 +1,11 @@
 """Where each request format keeps its messages, and the walk of each.
 
-Chat Completions, Responses, Anthropic Messages and LangChain messages: each format's walker
-knows its places (messages, content parts, tool calls and results, system prompts) and hands
-every leaf to a :class:`~cargohold.guard._walk.Walker`, which measures and judges it. Each of
-chat, Anthropic and LangChain has a fast path that tallies the usual message shapes inline
-(the hot path of ``bench.guard``) and sends anything else down the general path;
-``tests/test_guard_paths.py`` holds each fast path to the general one.
+Chat Completions, Responses, legacy Completions, Anthropic Messages and LangChain messages:
+each format's walker knows its places (messages, content parts, tool calls and results, system
+prompts) and hands every leaf to a :class:`~cargohold.guard._walk.Walker`, which measures and
+judges it. Each of chat, Responses, Anthropic and LangChain has a fast path that tallies the
+usual message shapes inline (the hot path of ``bench.guard``) and sends anything else down the
+general path; ``tests/test_guard_paths.py`` holds each fast path to the general one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 
 from cargohold._errors import UsageError
 from cargohold.guard._walk import (
+    _B64_KEYS,
     _DATA_URL_MIN,
+    _JSON_KEYS,
     _KEY_MAX,
     _LANGCHAIN_SKIP,
     _NO_OPAQUE,
@@ -327,13 +329,127 @@ def walk_openai_responses(walker: Walker, request: Mapping[str, Any]) -> None:
                 walker.index, walker.tool = 0, None
                 walker.messages += 1
                 walker.leaf(value, (None, key), TEXT)
-            elif isinstance(value, Sequence):
+            elif isinstance(value, Sequence) and walker.collect is None:
+                _responses_loop(walker, value, (None, key))
+            elif isinstance(value, Sequence):  # the counting pass takes the general path
                 for index, item in enumerate(value):
                     _response_item(walker, item, index, ((None, key), index))
             else:
                 walker.other(key, value)
         else:
             walker.other(key, value)
+
+
+_TEXT_PARTS = frozenset({"input_text", "output_text"})
+_CALL_INPUTS = frozenset({"arguments", "input", "action"})
+"""The keys of a call item :func:`_response_item` walks as the call's input (JSON)."""
+_FAMILY_KEYS = _B64_KEYS | _JSON_KEYS
+_EMPTY_PART_KEYS = frozenset({"annotations", "logprobs"})
+"""Keys of a text part the fast path takes only empty (``[]``), as the SDK returns them."""
+
+
+def _responses_loop(walker: Walker, items: Sequence[Any], base: Node) -> None:
+    # The usual input items measured inline, in one function as _chat_loop does (a call per
+    # item or per string costs more than the measuring): a message ({role, content}, or type
+    # message with an id and a status) whose content is a string or a list of input_text /
+    # output_text parts without annotations; a function_call or function_call_output whose
+    # values are all strings. Every key short and of no family of its own, every string under
+    # the lowest threshold and not a data URL, a message's parts summing under it: no finding
+    # is possible. Anything else takes the general path, _response_item, item by item;
+    # tests/test_guard_paths.py holds the two to the same tallies and findings.
+    floor = walker.floor
+    text_bytes = 0
+    json_bytes = 0
+    plain = 0
+    for index, item in enumerate(items):
+        if type(item) is not dict:
+            _response_item(walker, item, index, (base, index))
+            continue
+        kind = item.get("type")
+        text = 0  # this item's text-family bytes, kept only if the whole item is plain
+        data = 0  # its JSON bytes: a call's input
+        usual = True
+        if kind is None or kind == "message":
+            for key, value in item.items():
+                if type(key) is not str or len(key) > _KEY_MAX or key in _FAMILY_KEYS:
+                    usual = False  # a long key is content; base64 and JSON keys have families
+                    break
+                if type(value) is str:
+                    size = len(value) if value.isascii() else _utf8(value)
+                    if size >= floor or (size > _DATA_URL_MIN and value.startswith("data:")):
+                        usual = False
+                        break
+                    text += size
+                elif key == "content" and type(value) is list:
+                    group = 0  # what the message's group sums: the parts' text, not their type
+                    for part in value:
+                        if type(part) is not dict:
+                            usual = False
+                            break
+                        part_kind = part.get("type")
+                        if type(part_kind) is not str or part_kind not in _TEXT_PARTS:
+                            usual = False
+                            break
+                        for part_key, part_value in part.items():
+                            if part_key == "text" or part_key == "type":
+                                if type(part_value) is not str:
+                                    usual = False
+                                    break
+                                if part_value.isascii():
+                                    size = len(part_value)
+                                else:
+                                    size = _utf8(part_value)
+                                if size >= floor or (
+                                    size > _DATA_URL_MIN and part_value.startswith("data:")
+                                ):
+                                    usual = False
+                                    break
+                                text += size
+                                if part_key == "text":
+                                    group += size
+                            elif part_key not in _EMPTY_PART_KEYS or part_value != []:
+                                usual = False
+                                break
+                        if not usual:
+                            break
+                    if not usual or group >= floor:
+                        usual = False
+                        break
+                elif value is not None:
+                    usual = False
+                    break
+        elif kind == "function_call" or kind == "function_call_output":
+            call = kind == "function_call"
+            for key, value in item.items():
+                if type(key) is not str or len(key) > _KEY_MAX:
+                    usual = False
+                    break
+                if value is None:
+                    continue
+                if type(value) is not str:
+                    usual = False
+                    break
+                size = len(value) if value.isascii() else _utf8(value)
+                if size >= floor or (size > _DATA_URL_MIN and value.startswith("data:")):
+                    usual = False
+                    break
+                if call and key in _CALL_INPUTS:
+                    data += size  # a call's input: JSON
+                else:
+                    text += size
+            if usual and call:
+                walker.remember_call(item.get("call_id") or item.get("id"), item.get("name"))
+        else:
+            usual = False
+        if usual:
+            text_bytes += text
+            json_bytes += data
+            plain += 1
+        else:
+            _response_item(walker, item, index, (base, index))
+    walker.text_bytes += text_bytes
+    walker.json_bytes += json_bytes
+    walker.messages += plain
 
 
 def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
@@ -363,7 +479,7 @@ def _response_item(walker: Walker, item: Any, index: int, node: Node) -> None:
         walker.tool = tool
         for key, value in item.items():
             walker.key(key, node)
-            if key in ("arguments", "input", "action"):
+            if key in _CALL_INPUTS:
                 walker.tool_input(value, (node, key), tool)
             elif key == "output":  # mcp_call carries its own result
                 walker.tool_result(value, (node, key), tool)
