@@ -25,6 +25,7 @@ class ListSink:
         return f"ListSink({len(self.events)} events)"
 
     def emit(self, event: DecisionEvent) -> None:
+        """Keep ``event`` in :attr:`events`, in order."""
         self.events.append(event)
 
 
@@ -49,6 +50,8 @@ class JsonLinesSink:
         return "JsonLinesSink()"
 
     def emit(self, event: DecisionEvent) -> None:
+        """Write ``event`` as one JSON line (its fields, which hold no body, path or owner, and
+        the time it was received), flushed at once."""
         moment = dt.datetime.fromtimestamp(self._clock(), tz=dt.UTC)
         stamp = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         fields: dict[str, str | int | None] = {"time": stamp, **event.as_dict()}
@@ -74,6 +77,7 @@ class LoggingSink:
         return "LoggingSink()"
 
     def emit(self, event: DecisionEvent) -> None:
+        """Log ``event`` as one record of the logger, its fields in ``extra``."""
         level = self._level
         if event.operation is Operation.GUARD:
             level = max(level, logging.WARNING)
@@ -112,6 +116,7 @@ class OpenTelemetrySink:
         return "OpenTelemetrySink()"
 
     def emit(self, event: DecisionEvent) -> None:
+        """Add ``event`` to the current span as a span event, its set fields as attributes."""
         attributes = {
             f"cargohold.{key}": value for key, value in event.as_dict().items() if value is not None
         }
@@ -138,6 +143,7 @@ class RunSummary:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def emit(self, event: DecisionEvent) -> None:
+        """Count ``event`` into the summary (by outcome; bytes and tokens kept out)."""
         with self._lock:
             self.decisions[f"{event.operation.value}:{event.outcome.value}"] += 1
             if event.outcome in _KEPT_OUT:

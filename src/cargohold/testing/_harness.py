@@ -83,17 +83,21 @@ class MemoryHarness:
         return "MemoryHarness()"
 
     def open(self, *, limits: Limits, clock: Clock) -> StoreBackend:
+        """A fresh, empty :class:`~cargohold.MemoryStore` with these limits and clock."""
         return MemoryStore(limits=limits, clock=clock)
 
     def corrupt(self, store: StoreBackend, tenant: str, ref: Ref, offset: int) -> None:
+        """Flip the byte at ``offset`` of ``ref``'s stored bytes in ``tenant``."""
         if not isinstance(store, MemoryStore):
             raise TypeError("MemoryHarness corrupts MemoryStore instances only")
         store.corrupt_for_tests(tenant, ref, offset)
 
     def reopen(self, store: StoreBackend) -> StoreBackend | None:
+        """``None``: a memory store's data does not outlive its handle."""
         return None
 
     def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        """Drop ``ref``'s stored bytes in ``tenant``, keeping every record of them."""
         if not isinstance(store, MemoryStore):
             raise TypeError("MemoryHarness damages MemoryStore instances only")
         store.lose_for_tests(tenant, ref)
@@ -124,20 +128,25 @@ class LocalHarness:
         return store
 
     def open(self, *, limits: Limits, clock: Clock) -> StoreBackend:
+        """A fresh, empty :class:`~cargohold.LocalStore` in a new root under ``base``."""
         return self._open_at(self._base / f"store-{next(self._counter)}", limits, clock)
 
     def corrupt(self, store: StoreBackend, tenant: str, ref: Ref, offset: int) -> None:
+        """Flip the byte at ``offset`` of ``ref``'s blob file in ``tenant``, bypassing the
+        store's write path."""
         if not isinstance(store, LocalStore):
             raise TypeError("LocalHarness corrupts LocalStore instances only")
         store.corrupt_for_tests(tenant, ref, offset)
 
     def reopen(self, store: StoreBackend) -> StoreBackend | None:
+        """A new handle on ``store``'s root, with the limits and clock it was opened with."""
         if not isinstance(store, LocalStore):
             raise TypeError("LocalHarness reopens LocalStore instances only")
         root, limits, clock = self._opened[store]
         return self._open_at(root, limits, clock)
 
     def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        """Delete ``ref``'s blob file in ``tenant``, keeping its index rows."""
         if not isinstance(store, LocalStore):
             raise TypeError("LocalHarness damages LocalStore instances only")
         store.lose_for_tests(tenant, ref)

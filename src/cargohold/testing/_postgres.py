@@ -71,6 +71,8 @@ class PostgresHarness:
         return store
 
     def open(self, *, limits: Limits, clock: Clock) -> StoreBackend:
+        """A fresh, empty :class:`~cargohold.store.PostgresStore` in a new schema (random: many
+        harnesses share one database)."""
         from cargohold.store._postgres import upgrade_schema
 
         # Random, not counted: several harnesses (one per test) share one database.
@@ -79,6 +81,8 @@ class PostgresHarness:
         return self._open_in(schema, limits, clock)
 
     def corrupt(self, store: StoreBackend, tenant: str, ref: Ref, offset: int) -> None:
+        """Flip the byte at ``offset`` of ``ref``'s stored body in ``tenant``, bypassing the
+        store's write path."""
         from cargohold.store._postgres import PostgresStore
 
         if not isinstance(store, PostgresStore):
@@ -86,6 +90,7 @@ class PostgresHarness:
         store.corrupt_for_tests(tenant, ref, offset)
 
     def reopen(self, store: StoreBackend) -> StoreBackend | None:
+        """A new handle on ``store``'s schema, with the limits and clock it was opened with."""
         from cargohold.store._postgres import PostgresStore
 
         if not isinstance(store, PostgresStore):
@@ -94,6 +99,8 @@ class PostgresHarness:
         return self._open_in(schema, limits, clock)
 
     def lose(self, store: StoreBackend, tenant: str, ref: Ref) -> None:
+        """Delete ``ref``'s stored body in ``tenant`` (its row or bucket object), keeping its
+        records."""
         from cargohold.store._postgres import PostgresStore
 
         if not isinstance(store, PostgresStore):
