@@ -15,7 +15,12 @@ DEV_STAMP := $(VENV)/.installed-dev
 MCP_NPM_VERSION := 2026.8.31
 MCP_SERVERS_PREFIX ?= $(HOME)/.cache/cargohold-test/mcp-npm-$(MCP_NPM_VERSION)
 export MCP_SERVERS_PREFIX
-MCP_STAMP := $(MCP_SERVERS_PREFIX)/.installed
+# The MCP Inspector, whose CLI mode runs a client's JSON config (tests/test_mcp_inspector.py
+# runs the configs docs/mcp.md shows), both generations pinned into the same prefix: v1 (still
+# widely installed, deprecated) splits a config's args at `--`, v2 does not.
+MCP_INSPECTOR_VERSION := 2.12.0
+MCP_INSPECTOR_V1_VERSION := 1.0.3
+MCP_STAMP := $(MCP_SERVERS_PREFIX)/.installed-inspector-$(MCP_INSPECTOR_VERSION)-$(MCP_INSPECTOR_V1_VERSION)
 
 .PHONY: demo test lint typecheck pytest bench clean mcp-servers
 
@@ -58,10 +63,12 @@ mcp-servers: $(MCP_STAMP)
 
 $(MCP_STAMP):
 	@if command -v npm >/dev/null 2>&1; then \
-		echo "cargohold: installing the npm MCP servers the tests use (first run only)"; \
+		echo "cargohold: installing the npm MCP servers and the Inspector the tests use (first run only)"; \
 		npm install --prefix "$(MCP_SERVERS_PREFIX)" --no-audit --no-fund --loglevel=error \
 			@modelcontextprotocol/server-filesystem@$(MCP_NPM_VERSION) \
 			@modelcontextprotocol/server-everything@$(MCP_NPM_VERSION) \
+			@modelcontextprotocol/inspector@$(MCP_INSPECTOR_VERSION) \
+			mcp-inspector-v1@npm:@modelcontextprotocol/inspector@$(MCP_INSPECTOR_V1_VERSION) \
 		&& touch "$@" \
 		|| echo "cargohold: npm install failed: the npm MCP server tests will skip (fail under CI)"; \
 	else \

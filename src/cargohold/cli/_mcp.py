@@ -147,7 +147,7 @@ def mcp(address: str | None, per_session: bool) -> None:
     "(repeatable). Off by default: the server then sees a client without them. A request "
     "waiting on the user counts against --timeout.",
 )
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[--] COMMAND [ARGS]...")
 def proxy(
     url: str | None,
     address: str | None,
@@ -159,13 +159,15 @@ def proxy(
 ) -> None:
     """Run an MCP server behind cargohold: heavy tool results arrive as stubs.
 
-    Starts COMMAND (or connects to --url) and forwards everything between it and the client
-    (tools, resources, prompts, notifications, progress, cancellation, logging; elicitation and
-    sampling with --forward), adds the read tools, and replaces each heavy part of each tool
-    result (text, structured content, embedded resources, images, audio), resource and prompt
-    with a bounded stub naming the artifact:// that holds its exact bytes (for a tool result,
-    with a resource_link to it too). An upstream that hangs, crashes or answers garbage
-    gives the client a clear MCP error within --timeout; the proxy keeps serving.
+    Starts COMMAND (or connects to --url; the `--` before COMMAND is optional: leave it out
+    of a client's JSON config, where some clients split args at it) and forwards everything
+    between it and the client (tools, resources, prompts, notifications, progress,
+    cancellation, logging; elicitation and sampling with --forward), adds the read tools, and
+    replaces each heavy part of each tool result (text, structured content, embedded
+    resources, images, audio), resource and prompt with a bounded stub naming the artifact://
+    that holds its exact bytes (for a tool result, with a resource_link to it too). An
+    upstream that hangs, crashes or answers garbage gives the client a clear MCP error within
+    --timeout; the proxy keeps serving.
 
     \b
     Examples:
@@ -181,7 +183,7 @@ def proxy(
     from cargohold.mcp._transport import announce
 
     if bool(command) == bool(url):
-        raise click.UsageError("give the upstream server as `-- COMMAND [ARGS]...` or --url")
+        raise click.UsageError("give the upstream server as `[--] COMMAND [ARGS]...` or --url")
     upstream = upstream_from(command, url)
     http = _address(address)
     _sdk_logging()
