@@ -83,6 +83,24 @@ def test_a_dict_is_stored_as_its_compact_json_and_answers_a_query(hold: cargohol
     assert count.content == "5000"
 
 
+def test_a_tool_declared_exact_required_gets_verbatim_excerpts_sync_and_async(
+    hold: cargohold.Hold,
+) -> None:
+    @cargohold.offload_tool(hold, classification="exact_required")
+    def read_policy() -> list[dict[str, Any]]:
+        return ROWS
+
+    @cargohold.offload_tool(hold, tool="read_policy_async", classification="exact_required")
+    async def read_policy_async() -> list[dict[str, Any]]:
+        return ROWS[:4000]
+
+    for stub in (read_policy(), asyncio.run(read_policy_async())):
+        assert isinstance(stub, str)
+        assert "kind json | class exact_required" in stub
+    with pytest.raises(cargohold.UsageError):
+        cargohold.offload_tool(hold, classification="compressible")
+
+
 def test_an_async_function_stays_async_and_offloads_off_the_event_loop(
     hold: cargohold.Hold,
 ) -> None:

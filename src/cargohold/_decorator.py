@@ -72,6 +72,7 @@ def offload_tool(
     media_type: str | None = None,
     budget: Budget | str | None = None,
     sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
+    classification: str | None = None,
 ) -> ToolDecorator: ...
 
 
@@ -83,6 +84,7 @@ def offload_tool(
     media_type: str | None = None,
     budget: Budget | str | None = None,
     sensitivity: Sensitivity | str = Sensitivity.INTERNAL,
+    classification: str | None = None,
 ) -> Any:
     """Decorate a tool function so its heavy results are offloaded and it returns the stub.
 
@@ -101,12 +103,17 @@ def offload_tool(
         media_type: The media type of the results (guessed from the value by default).
         budget: The stub budget (the hold's by default).
         sensitivity: ``public``, ``internal`` (default) or ``restricted``.
+        classification: ``exact_required`` to declare the results exact (security evidence,
+            a policy, a memory): verbatim excerpts only (the hold's ``tool_classifications``
+            by default).
 
     Raises:
-        UsageError: not a function, a generator function, or ``target`` neither a hold nor a
-            function.
+        UsageError: not a function, a generator function, ``target`` neither a hold nor a
+            function, or a declared classification other than ``exact_required``.
     """
-    options = _Options(tool, media_type, budget, sensitivity)
+    if classification is not None and classification != "exact_required":
+        raise UsageError("a declared classification can only be exact_required")
+    options = _Options(tool, media_type, budget, sensitivity, classification)
     if target is None or isinstance(target, Hold):
         return functools.partial(_decorate, _HoldSource(target), options)
     if callable(target):
@@ -115,7 +122,7 @@ def offload_tool(
 
 
 class _Options:
-    __slots__ = ("budget", "media_type", "sensitivity", "tool")
+    __slots__ = ("budget", "classification", "media_type", "sensitivity", "tool")
 
     def __init__(
         self,
@@ -123,11 +130,13 @@ class _Options:
         media_type: str | None,
         budget: Budget | str | None,
         sensitivity: Sensitivity | str,
+        classification: str | None,
     ) -> None:
         self.tool = tool
         self.media_type = media_type
         self.budget = budget
         self.sensitivity = sensitivity
+        self.classification = classification
 
 
 class _HoldSource:
@@ -174,6 +183,7 @@ def _decorate(source: _HoldSource, options: _Options, fn: Callable[..., Any]) ->
                 media_type=options.media_type,
                 sensitivity=options.sensitivity,
                 budget=options.budget,
+                classification=options.classification,
             )
             return decided.value_for(value)  # a redacted copy when credentials were redacted
 
@@ -188,6 +198,7 @@ def _decorate(source: _HoldSource, options: _Options, fn: Callable[..., Any]) ->
             media_type=options.media_type,
             sensitivity=options.sensitivity,
             budget=options.budget,
+            classification=options.classification,
         )
         return decided.value_for(value)  # a redacted copy when credentials were redacted
 
