@@ -1303,3 +1303,68 @@ def test_a_small_binary_part_kept_inline_by_policy_never_carries_a_key_to_the_cl
     for value in fake.values:
         assert base64.b64encode(value.encode()).decode()[8:40] not in seen
     _assert_shows_no_value(seen, fake.values)
+
+
+# -- cargohold put --------------------------------------------------------------------------------
+
+
+def _cli_put(tmp_path: Path, data: bytes, *args: str, config: str = "") -> Any:
+    from click.testing import CliRunner
+
+    from cargohold.cli import cli
+
+    (tmp_path / "cargohold.toml").write_text(config)
+    scope = ["--tenant", "acme", "--user", "ana", "--session", "put"]
+    store = ["--store", str(tmp_path / "store"), "--config", str(tmp_path / "cargohold.toml")]
+    return CliRunner().invoke(cli, [*store, *scope, "put", "-", *args], input=data)
+
+
+def _cli_cat(tmp_path: Path, ref: str) -> bytes:
+    from click.testing import CliRunner
+
+    from cargohold.cli import cli
+
+    scope = ["--tenant", "acme", "--user", "ana", "--session", "put"]
+    store = ["--store", str(tmp_path / "store"), "--config", str(tmp_path / "cargohold.toml")]
+    result = CliRunner().invoke(cli, [*store, *scope, "cat", ref])
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def test_cargohold_put_stores_a_file_with_its_credentials_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CARGOHOLD_SECRETS_POLICY", raising=False)
+    fake = _fake("aws_pair", seed=46)
+    data = f"[default]\nkeys = {fake.text}\nregion = eu-west-1\n".encode()
+
+    stored = _cli_put(tmp_path, data, "--tool", "cat_config")
+
+    assert stored.exit_code == 0, stored.output
+    ref = stored.stdout.strip()
+    body = _cli_cat(tmp_path, ref)
+    assert body == (
+        b"[default]\nkeys = [REDACTED:aws_access_key_id],[REDACTED:aws_secret_access_key]\n"
+        b"region = eu-west-1\n"
+    )
+    assert ref == str(Ref.of(body))
+    _assert_shows_no_value(stored.output, fake.values)
+
+
+def test_cargohold_put_under_the_reject_policy_stores_nothing_and_exits_8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CARGOHOLD_SECRETS_POLICY", raising=False)
+    fake = _fake("github_ghp", seed=47)
+    data = f"token: {fake.text}\n".encode()
+
+    refused = _cli_put(tmp_path, data, config='[secrets_policy]\n"*" = "reject"\n')
+
+    assert refused.exit_code == 8
+    assert "github_token (line 1)" in refused.output
+    _assert_shows_no_value(refused.output, fake.values)
+    store = LocalStore(tmp_path / "store")
+    try:
+        assert store.store_usage() == Usage(0, 0)
+    finally:
+        store.close()

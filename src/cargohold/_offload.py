@@ -48,11 +48,11 @@ from cargohold._facade import ScopedStore
 from cargohold._records import KiB, Sensitivity, normalize_media_type
 from cargohold._ref import Ref
 from cargohold._secrets import (
-    DEFAULT_POLICY,
     SecretFinding,
     describe_findings,
     find_secrets,
     mask_secrets,
+    policy_for,
     redact_secrets,
 )
 from cargohold._segment import OPEN as SEGMENT_OPEN
@@ -291,10 +291,7 @@ class Offloader:
     def secrets_policy_for(self, tool: str | None) -> str:
         """``redact``, ``reject`` or ``mask``: what becomes of ``tool``'s results that hold a
         credential (its own policy, else the ``"*"`` entry's, else ``redact``)."""
-        default = self._secrets_policy.get("*", DEFAULT_POLICY)
-        if tool is not None:
-            return self._secrets_policy.get(tool, default)
-        return default
+        return policy_for(self._secrets_policy, tool)
 
     def offload(
         self,

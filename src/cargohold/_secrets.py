@@ -30,7 +30,7 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import re2
@@ -685,6 +685,49 @@ def screen_bytes(data: bytes, policy: str = DEFAULT_POLICY, *, textual: bool = T
     return Screened(redact_secrets(data, findings, keep_length=not textual), findings, policy)
 
 
+def policy_for(policies: Mapping[str, str], tool: str | None) -> str:
+    """The secrets policy of ``tool``: its own entry, else the ``"*"`` entry, else ``redact``."""
+    default = policies.get("*", DEFAULT_POLICY)
+    return default if tool is None else policies.get(tool, default)
+
+
+_REFUSED_SENSITIVITIES = ("secret", "credential", "raw_auth")
+
+
+def screen_put(
+    data: bytes, policies: Mapping[str, str], *, tool: str | None, sensitivity: str
+) -> tuple[bytes, str]:
+    """``data`` under ``tool``'s secrets policy, for a caller that stores bytes itself
+    (``cargohold put``): the bytes to store and the sensitivity to store them under.
+
+    ``redact``: the redacted copy (binary keeps its length); ``mask``: the bytes themselves,
+    ``restricted``; no credential: both unchanged. A sensitivity the store refuses is left to
+    the store to refuse. Light on purpose (RE2 and the error types only): the CLI's ``put``
+    imports no projector.
+
+    Raises:
+        RejectedError: the policy is ``reject`` and ``data`` holds a credential (reason
+            ``credential_detected``; the message names kinds and lines, never a value).
+    """
+    from cargohold._errors import RejectedError
+    from cargohold._text import looks_textual
+
+    if str(sensitivity) in _REFUSED_SENSITIVITIES:
+        return data, sensitivity
+    policy = policy_for(policies, tool)
+    screened = screen_bytes(data, policy, textual=looks_textual(data))
+    if screened.data is None:
+        whose = f"tool {tool}" if tool else "every tool"
+        raise RejectedError(
+            f"the bytes hold credentials: {describe_findings(screened.findings)}; nothing was "
+            f"stored (the secrets_policy of {whose} is reject)",
+            reason="credential_detected",
+        )
+    if screened.findings and policy == "mask":
+        return data, "restricted"
+    return screened.data, sensitivity
+
+
 def screen_text(text: str, policy: str = DEFAULT_POLICY) -> str | None:
     """``text`` under a secrets policy, for a string that reaches a model without being stored
     (an MCP part's ``_meta``, a resource link's name): itself when it holds no credential;
@@ -744,7 +787,9 @@ __all__ = [
     "describe_findings",
     "find_secrets",
     "mask_secrets",
+    "policy_for",
     "redact_secrets",
     "screen_bytes",
+    "screen_put",
     "screen_text",
 ]

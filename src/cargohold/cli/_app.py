@@ -217,6 +217,11 @@ def put(
         ) from None
     if media_type is None:
         media_type = fitting_media_type(data, name=None if file == "-" else file, kind=kind)
+    from cargohold._secrets import screen_put  # the secrets policy: no credential is stored
+
+    data, sensitivity = screen_put(
+        data, app.settings.secrets_policy, tool=tool, sensitivity=sensitivity
+    )
     with Busy(f"storing {human_bytes(len(data))}...", len(data)):
         result = app.scoped.put(
             data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
