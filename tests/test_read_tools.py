@@ -757,6 +757,52 @@ def test_a_binary_artifact_has_no_lines_and_the_answer_names_the_read_that_retur
     assert page.data() == body[offset : offset + length]
 
 
+# -- past the end: the size, and the last range that reads -------------------------------------
+
+NUMBERED = "".join(f"line {n}\n" for n in range(1, 5001)).encode()  # 5,000 lines
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "stated"),
+    [
+        ("artifact_read", {"offset": 10**9}, f"{len(NUMBERED):,} bytes"),
+        ("artifact_read", {"offset": len(NUMBERED), "length": 10}, f"{len(NUMBERED):,} bytes"),
+        ("artifact_read_lines", {"start_line": 6000, "end_line": 6005}, "5,000 lines"),
+        ("artifact_read_lines", {"start_line": 5001}, "5,000 lines"),
+    ],
+)
+def test_a_read_past_the_end_says_the_size_and_a_last_range_that_reads(
+    hold: Hold, tool: str, arguments: dict[str, Any], stated: str
+) -> None:
+    ref = put(hold, NUMBERED, "text/plain")
+
+    answer = hold.call_tool(tool, {"ref": ref, **arguments})
+
+    assert answer.outcome == "out_of_range"
+    assert answer.is_error
+    assert answer.content is None
+    assert answer.size == len(NUMBERED)
+    assert answer.event is not None
+    assert answer.event.reason.value == "past_end"
+    assert stated in answer.text
+    names = ("offset", "length") if tool == "artifact_read" else ("start_line", "end_line")
+    found = re.search(rf"{names[0]}=(\d+) {names[1]}=(\d+)", answer.text)
+    assert found, answer.text
+    last = hold.call_tool(tool, {"ref": ref, names[0]: int(found[1]), names[1]: int(found[2])})
+    assert last.outcome == "resolved"
+    assert last.end == len(NUMBERED)  # it reaches the end of the body
+
+
+def test_an_empty_artifact_reads_empty_and_anything_past_it_is_out_of_range(hold: Hold) -> None:
+    ref = put(hold, b"", "text/plain")
+
+    assert hold.call_tool("artifact_read", {"ref": ref}).outcome == "resolved"
+    assert hold.call_tool("artifact_read_lines", {"ref": ref, "start_line": 1}).content == ""
+    past = hold.call_tool("artifact_read", {"ref": ref, "offset": 3})
+    assert past.outcome == "out_of_range"
+    assert "empty" in past.text
+
+
 # -- what a model may send: every call is an answer, within its bounds --------------------------
 
 

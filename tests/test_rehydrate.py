@@ -326,7 +326,7 @@ def test_a_byte_range_on_multibyte_text_starts_where_asked_and_names_its_bytes(
             assert result.answer_bytes == last - first
 
 
-def test_a_byte_range_past_the_end_is_clipped_to_the_body(
+def test_a_byte_range_that_ends_past_the_end_is_clipped_one_that_starts_past_it_is_refused(
     scoped: ScopedStore, reader: Rehydrator
 ) -> None:
     ref = scoped.put(b"0123456789").ref
@@ -335,8 +335,8 @@ def test_a_byte_range_past_the_end_is_clipped_to_the_body(
     beyond = reader.read(ref, offset=50, length=5)
 
     assert (result.content, result.span) == ("6789", "bytes 6-10 of 10")
-    assert beyond.outcome is RehydrateOutcome.RESOLVED
-    assert beyond.content == ""
+    _assert_refused(beyond, RehydrateOutcome.OUT_OF_RANGE, Reason.PAST_END)
+    assert (beyond.size, beyond.fit) == (10, (0, 10))
 
 
 @pytest.mark.parametrize(("offset", "length"), [(-1, 10), (0, -1), (0, True)])
@@ -945,3 +945,38 @@ def test_a_log_with_a_stray_invalid_byte_still_has_lines(
 
     assert result.outcome is RehydrateOutcome.RESOLVED
     assert (result.content or "").startswith("caf\ufffd opened\n")
+
+
+# -- past the end -------------------------------------------------------------------------------
+
+
+def test_a_range_past_the_end_is_out_of_range_with_the_size_and_the_last_range_that_fits(
+    reader: Rehydrator, scoped: ScopedStore, sink: ListSink
+) -> None:
+    ref = scoped.put(LOG).ref
+    count = LOG.count(b"\n")
+
+    by_bytes = reader.read(ref, offset=10**9, budget=1000)
+    by_lines = reader.read_lines(ref, count + 1, count + 5, budget=1000)
+    assert sink.events[-2:] == [by_bytes.event, by_lines.event]
+
+    for result in (by_bytes, by_lines):
+        _assert_refused(result, RehydrateOutcome.OUT_OF_RANGE, Reason.PAST_END)
+        assert result.size == len(LOG)
+    assert by_lines.lines == count
+    assert by_bytes.fit is not None
+    assert by_lines.fit is not None
+    offset, length = by_bytes.fit
+    assert offset + length == len(LOG)
+    assert reader.read(ref, offset=offset, length=length, budget=1000).ok
+    first, last = by_lines.fit
+    assert last == count
+    tail = reader.read_lines(ref, first, last, budget=1000)
+    assert tail.ok
+    assert tail.end == len(LOG)
+
+
+def test_a_line_read_states_the_line_count(reader: Rehydrator, scoped: ScopedStore) -> None:
+    ref = scoped.put(b"a\nb\nc").ref
+
+    assert reader.read_lines(ref, 2, 2).lines == 3

@@ -37,6 +37,8 @@ class Operation(enum.StrEnum):
     GUARD = "guard"
     COMPRESS = "compress"
     """A pluggable compressor's answer for a stored worker output was used, or refused."""
+    COMPACT = "compact"
+    """Old tool results of a conversation were stored and replaced by compact stubs."""
 
 
 class ContentKind(enum.StrEnum):
@@ -78,6 +80,9 @@ class RehydrateOutcome(enum.StrEnum):
     UNSUPPORTED = "unsupported"
     """A line read or grep of a binary body (reason ``binary_content``): it has no lines to
     show; its bytes are read as base64 pages (``artifact_read``)."""
+    OUT_OF_RANGE = "out_of_range"
+    """A byte or line range that starts past the body's end (reason ``past_end``): the answer
+    gives the body's size, its line count for a line read, and the last range that fits."""
 
 
 class GuardOutcome(enum.StrEnum):
@@ -97,6 +102,12 @@ class CompressOutcome(enum.StrEnum):
 
     COMPRESSED = "compressed"
     FALLBACK = "fallback"
+
+
+class CompactOutcome(enum.StrEnum):
+    """The outcome of a compaction: old results cleared (one event per compaction point)."""
+
+    COMPACTED = "compacted"
 
 
 class Reason(enum.StrEnum):
@@ -128,6 +139,7 @@ class Reason(enum.StrEnum):
     BUDGET_EXCEEDED = "budget_exceeded"
     EVALUATION_LIMIT = "evaluation_limit"  # over_budget: a query's work, depth or time bound
     BINARY_CONTENT = "binary_content"  # unsupported: lines or grep asked of a binary body
+    PAST_END = "past_end"  # out_of_range: the range starts at or past the body's end
     # guard
     RAW_HEAVY_CONTENT = "raw_heavy_content"
     WINDOW_MARGIN = "window_margin"
@@ -139,6 +151,8 @@ class Reason(enum.StrEnum):
     COMPRESSOR_MALFORMED = "compressor_malformed"  # not text, empty, or holds a marker
     COMPRESSOR_OVERSIZED = "compressor_oversized"  # over its budget, or longer than its input
     COMPRESSOR_HID_FAILURE = "compressor_hid_failure"  # dropped failure lines the input holds
+    # compact
+    TRIGGER_TOKENS = "trigger_tokens"  # the conversation crossed its policy's trigger
 
 
 _WITH_REF = frozenset(
@@ -150,7 +164,7 @@ _WITH_REF = frozenset(
 )
 _WITHOUT_REF = frozenset({OffloadOutcome.INLINE, OffloadOutcome.REJECTED, OffloadOutcome.FAILED})
 
-Outcome = OffloadOutcome | RehydrateOutcome | GuardOutcome | CompressOutcome
+Outcome = OffloadOutcome | RehydrateOutcome | GuardOutcome | CompressOutcome | CompactOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +172,7 @@ class DecisionEvent:
     """One decision, as tests, operators and sinks see it.
 
     Attributes:
-        operation: ``offload``, ``rehydrate``, ``guard`` or ``compress``.
+        operation: ``offload``, ``rehydrate``, ``guard``, ``compress`` or ``compact``.
         outcome: The categorical outcome.
         content_kind: ``tool_result`` or ``recovered_context``; for the guard, where the content
             sits (``message_text``, ``system_prompt``, ``attachment``...) or ``request``.
@@ -170,8 +184,11 @@ class DecisionEvent:
         context_bytes: Bytes that entered the conversation as the decision's result (the stub,
             the inline content, the recovered segment; 0 when nothing did).
         estimated_tokens: Estimated tokens of the observed bytes (by content kind).
-        limit_tokens: The token limit compared with (the guard's window less its margin), when
-            the decision compared tokens; ``None`` otherwise.
+        limit_tokens: The token limit compared with (the guard's window less its margin, a
+            compaction's trigger), when the decision compared tokens; ``None`` otherwise.
+        cleared: Tool results (and inputs) a compaction replaced by stubs; 0 for the others.
+        tokens_after: A compaction's estimate of the conversation's tokens after it
+            (``estimated_tokens`` is the estimate before); ``None`` for the others.
         agent_id: The reporting agent.
         parent_agent_id: Its parent, ``None`` at the root.
         depth: 0 at the root agent, +1 per nesting.
@@ -193,6 +210,8 @@ class DecisionEvent:
     context_bytes: int = 0
     estimated_tokens: int = 0
     limit_tokens: int | None = None
+    cleared: int = 0
+    tokens_after: int | None = None
 
     def __post_init__(self) -> None:
         if self.ref is not None and not is_ref(self.ref):
@@ -209,6 +228,17 @@ class DecisionEvent:
             raise UsageError("a compress outcome belongs to a compress event, and only there")
         if compress and self.ref is None:
             raise UsageError("a compress event names the stored output it previewed")
+        if isinstance(self.outcome, CompactOutcome) != (self.operation is Operation.COMPACT):
+            raise UsageError("a compact outcome belongs to a compact event, and only there")
+        after = self.tokens_after
+        if (
+            isinstance(self.cleared, bool)
+            or not isinstance(self.cleared, int)
+            or self.cleared < 0
+            or (after is not None and (isinstance(after, bool) or not isinstance(after, int)))
+            or (after is not None and after < 0)
+        ):
+            raise UsageError("a compaction's counts are non-negative integers")
         if self.tool is not None and _ID.fullmatch(self.tool) is None:
             raise UsageError("an event tool name must be a short identifier")
         parent = self.parent_agent_id
@@ -246,6 +276,8 @@ class DecisionEvent:
             "context_bytes": self.context_bytes,
             "estimated_tokens": self.estimated_tokens,
             "limit_tokens": self.limit_tokens,
+            "cleared": self.cleared,
+            "tokens_after": self.tokens_after,
         }
 
 
@@ -324,6 +356,8 @@ class Reporter:
         context_bytes: int = 0,
         estimated_tokens: int = 0,
         limit_tokens: int | None = None,
+        cleared: int = 0,
+        tokens_after: int | None = None,
     ) -> DecisionEvent:
         """Build the decision's event, hand that very instance to every sink, and return it."""
         event = DecisionEvent(
@@ -342,6 +376,8 @@ class Reporter:
             context_bytes=context_bytes,
             estimated_tokens=estimated_tokens,
             limit_tokens=limit_tokens,
+            cleared=cleared,
+            tokens_after=tokens_after,
         )
         for sink in self._sinks:
             try:
@@ -388,6 +424,8 @@ def record(
     context_bytes: int = 0,
     estimated_tokens: int = 0,
     limit_tokens: int | None = None,
+    cleared: int = 0,
+    tokens_after: int | None = None,
 ) -> DecisionEvent:
     """The decision's event, reported when a reporter is configured.
 
@@ -408,6 +446,8 @@ def record(
                 context_bytes=context_bytes,
                 estimated_tokens=estimated_tokens,
                 limit_tokens=limit_tokens,
+                cleared=cleared,
+                tokens_after=tokens_after,
             )
         except UsageError:
             raise  # a field the decision got wrong: a bug to surface, not a reporter failure
@@ -435,4 +475,6 @@ def record(
         context_bytes=context_bytes,
         estimated_tokens=estimated_tokens,
         limit_tokens=limit_tokens,
+        cleared=cleared,
+        tokens_after=tokens_after,
     )

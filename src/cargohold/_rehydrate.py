@@ -61,8 +61,10 @@ class RehydrateResult:
 
     Attributes:
         outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
-            ``over_budget``, or ``unsupported`` (lines or a grep asked of a binary body, reason
-            ``binary_content``: read its bytes, which come back base64-encoded).
+            ``over_budget``, ``unsupported`` (lines or a grep asked of a binary body, reason
+            ``binary_content``: read its bytes, which come back base64-encoded), or
+            ``out_of_range`` (the range starts at or past the end of a body that has bytes or
+            lines, reason ``past_end``: ``size``, ``lines`` and ``fit`` say what there is).
         reason: The stable reason code.
         ref: The reference asked for.
         segment: The recovered segment to put into the conversation (resolved only).
@@ -80,9 +82,13 @@ class RehydrateResult:
             length)`` in bytes for :meth:`Rehydrator.read`, ``(start_line, end_line)`` for
             :meth:`Rehydrator.read_lines`. When ``unsupported`` (a binary body asked for lines
             or a grep): the first base64 page that fits, ``(offset, length)`` for
-            :meth:`Rehydrator.read`.
+            :meth:`Rehydrator.read`. When ``out_of_range``: the last range of the body that
+            fits, in the read's own terms (``None``: the body is empty, or its last line alone
+            is over the budget).
         masked: The answer was made from a copy of the body with its credentials masked (same
             length and lines), so it is not the body's exact bytes; the span says so too.
+        lines: The body's line count (a line read that resolved, was ``over_budget`` or
+            ``out_of_range``), counted as ``wc -l`` does plus a last line without a newline.
         bound: A query that was ``over_budget`` before its answer was complete: which bound
             stopped it (``size``: the answer was at least ``answer_bytes`` when its growth
             stopped; ``steps``, ``depth`` or ``time``: the expression did too much work, nested
@@ -105,6 +111,7 @@ class RehydrateResult:
     fit: tuple[int, int] | None = None
     masked: bool = False
     bound: str | None = None
+    lines: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -203,6 +210,7 @@ class Rehydrator:
         masked: bool = False,
         reason: Reason | None = None,
         bound: str | None = None,
+        lines: int | None = None,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
         if reason is None:
@@ -244,6 +252,7 @@ class Rehydrator:
             fit=fit,
             masked=masked,
             bound=bound,
+            lines=lines,
         )
 
     def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None, bool]:
@@ -282,7 +291,9 @@ class Rehydrator:
         """Bytes ``[offset, offset + length)`` (to the end when ``length`` is ``None``).
 
         Text comes back as text, cut to whole characters at its edges (the span says exactly
-        which bytes); binary comes back base64-encoded. Over the budget: ``over_budget``.
+        which bytes); binary comes back base64-encoded. Over the budget: ``over_budget``. An
+        ``offset`` at or past the end of a body that has bytes (or past 0 of an empty one) is
+        ``out_of_range``, with the body's ``size`` and its last part that fits as ``fit``.
         """
         ref = as_ref(ref)
         limit = self._budget(budget)
@@ -315,6 +326,18 @@ class Rehydrator:
             known = None if result.record is None else result.record.size
             return self._decide(ref, result.outcome, limit, size=known)
         size = result.record.size
+        if offset >= size and (size > 0 or offset > 0):
+            # Past the end: an empty "resolved" would read as an empty part of the body.
+            page = max(1, limit // 4 * 3)  # fits as text, and as base64 (3 bytes in 4)
+            last = max(0, size - page)
+            return self._decide(
+                ref,
+                RehydrateOutcome.OUT_OF_RANGE,
+                limit,
+                size=size,
+                reason=Reason.PAST_END,
+                fit=(last, size - last) if size else None,
+            )
         if result.record.sensitivity is Sensitivity.RESTRICTED and len(result.data) < size:
             # A masked tool's artifact: a credential may cross the range's edges, where a scan
             # of the range alone would not know it. Mask by the whole body's findings.
@@ -375,6 +398,9 @@ class Rehydrator:
     ) -> RehydrateResult:
         """Lines ``start`` to ``end`` inclusive, numbered from 1 (to the last when ``end=None``).
 
+        A ``start`` past the last line (past 1 for an empty body) is ``out_of_range``, with the
+        body's ``lines`` and its last lines that fit as ``fit``.
+
         A binary body (a NUL byte in its first 8 KiB, as GNU grep judges, or bytes that are not
         UTF-8 under a binary media type: an image, a PDF, a gzip stream) has no lines:
         ``unsupported``, reason ``binary_content``; :meth:`read` returns its bytes as base64.
@@ -393,6 +419,16 @@ class Rehydrator:
         if looks_binary(data, result.record.media_type if result.record else None):
             return self._binary(ref, limit, total)
         count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        if start > max(count, 1):
+            return self._decide(
+                ref,
+                RehydrateOutcome.OUT_OF_RANGE,
+                limit,
+                size=total,
+                reason=Reason.PAST_END,
+                fit=_last_lines(data, count, limit),
+                lines=count,
+            )
         stop = count if end is None else min(end, count)
         first = min(start, stop + 1)
         begin = line_offset(data, first)
@@ -409,6 +445,7 @@ class Rehydrator:
                 answer_bytes=size,
                 size=total,
                 fit=(first, first + fitting - 1) if fitting else None,  # None: one line is over
+                lines=count,
             )
         span = f"lines {first}-{stop} of {count}"
         return self._decide(
@@ -421,6 +458,7 @@ class Rehydrator:
             end=finish,
             size=total,
             masked=masked,
+            lines=count,
         )
 
     def grep(
@@ -620,6 +658,21 @@ class Rehydrator:
 
     def _budget(self, budget: int | None) -> int:
         return self._default_budget if budget is None else _check_budget(budget)
+
+
+def _last_lines(data: bytes, count: int, budget: int) -> tuple[int, int] | None:
+    """The last lines of ``data`` that fit ``budget`` bytes, ``(start_line, end_line)``; ``None``
+    when there are none or its last line alone is over the budget."""
+    total = len(data)
+    if count == 0:
+        return None
+    begin = max(0, total - budget)
+    if begin > 0 and data[begin - 1] != 0x0A:  # inside a line: the next one starts the range
+        newline = data.find(b"\n", begin)
+        if newline < 0 or newline + 1 >= total:
+            return None
+        begin = newline + 1
+    return data.count(b"\n", 0, begin) + 1, count
 
 
 def _masked(result: ReadResult) -> ReadResult:

@@ -78,8 +78,9 @@ class ToolAnswer:
         tool: The tool called.
         outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
             ``over_budget``, ``unsupported`` (lines or a grep asked of a binary artifact: the
-            text says which ``artifact_read`` returns its bytes), or ``invalid_arguments`` (the
-            call itself was wrong).
+            text says which ``artifact_read`` returns its bytes), ``out_of_range`` (a byte or
+            line range that starts past the end: the text gives the size and the last range
+            that reads), or ``invalid_arguments`` (the call itself was wrong).
         text: What the model sees: a recovered segment when resolved, else what went wrong and
             how to fix the call.
         ref: The reference read, when the call named a valid one.
@@ -313,9 +314,10 @@ class ReadToolset:
         offset = _int(args, "offset", 0, minimum=0)
         length = _optional_int(args, "length", minimum=0)
         budget = self._budget(args)
-        return self._answer(
-            "artifact_read", self._reader.read(ref, offset=offset, length=length, budget=budget)
-        )
+        result = self._reader.read(ref, offset=offset, length=length, budget=budget)
+        if result.outcome is RehydrateOutcome.OUT_OF_RANGE:
+            return _with_event(_past_end("artifact_read", result, offset), result.event)
+        return self._answer("artifact_read", result)
 
     def _read_lines(self, args: Mapping[str, Any]) -> ToolAnswer:
         ref = _ref(args)
@@ -327,6 +329,8 @@ class ReadToolset:
                 f"inclusive, so start_line={start} end_line={start} reads one line."
             )
         result = self._reader.read_lines(ref, start, end, budget=self._budget(args))
+        if result.outcome is RehydrateOutcome.OUT_OF_RANGE:
+            return _with_event(_past_end("artifact_read_lines", result, start), result.event)
         return self._answer("artifact_read_lines", result)
 
     def _grep(self, args: Mapping[str, Any]) -> ToolAnswer:
@@ -655,6 +659,35 @@ def _encodable(text: str) -> str:
 def _refused(tool: str, ref: Ref, outcome: ReadOutcome, size: int | None) -> ToolAnswer:
     text = f"{tool}: {outcome.value}: {_OUTCOME_TEXT.get(outcome, '')}".rstrip()
     return ToolAnswer(tool, outcome.value, text, ref, size=size)
+
+
+def _past_end(tool: str, result: RehydrateResult, asked: int) -> ToolAnswer:
+    """A range that starts past the end: what the body holds, and the last range that reads."""
+    size = result.size or 0
+    if tool == "artifact_read_lines":
+        lines = result.lines or 0
+        noun = "line" if lines == 1 else "lines"
+        head = f"start_line {asked:,} is past the end: the artifact has {lines:,} {noun}"
+        if result.fit is None:
+            fix = (
+                f" ({size:,} bytes), and its last line alone is over this call's budget: read "
+                "it in byte ranges with artifact_read."
+            )
+        else:
+            first, last = result.fit
+            fix = f". The last lines that fit: start_line={first} end_line={last}."
+    else:
+        head = f"offset {asked:,} is past the end: the artifact is {size:,} bytes"
+        if result.fit is None:
+            fix = ": it is empty, there is nothing to read."
+        else:
+            offset, length = result.fit
+            fix = (
+                f" (offsets 0 to {size - 1:,}). The last part that fits: offset={offset} "
+                f"length={length}."
+            )
+    text = f"{tool}: out_of_range: {head}{fix}"
+    return ToolAnswer(tool, RehydrateOutcome.OUT_OF_RANGE.value, text, result.ref, size=size)
 
 
 def _binary(tool: str, result: RehydrateResult) -> ToolAnswer:
