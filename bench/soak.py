@@ -1,7 +1,7 @@
 """Soak: kill writers and gc with SIGKILL on the local store, and PostgreSQL under writers, and
 count what was lost.
 
-``python -m bench soak [--local-trials N] [--pg-kills N] [--quick] ...`` (also
+``python -m bench soak [--local-trials N] [--pg-kills N] [--tampered-ops N] [--quick] ...`` (also
 ``python -m bench.soak``). Prints lost / corrupt / partial counts and exits 1 when any is not
 zero (or a worker died on its own), 0 otherwise. See ``docs/reliability.md``.
 
@@ -27,6 +27,18 @@ then ``kill -9`` of the whole server (postmaster and every child at once) or of 
 (the postmaster then resets every session and recovers), a moment for the writers to run into
 the outage, SIGKILL of the writers, a restart (or the automatic recovery), and the same checks.
 While the server is down, puts must fail with ``store_unavailable`` and nothing else.
+
+Tampered-index mode (``--tampered-ops N``): one process drives a local store through N random
+operations (puts, reads, ranges, stats, touches, listings, usage, gc, verify, clock jumps), a
+third of them an edit of the index behind the store's back that plants a bad row: a digest that
+is ``../`` + the absolute path of a file outside the root, upper case, short or holding a
+slash; text, a blob or a negative number where a size, a time or a count belongs; an unknown
+sensitivity; a tenant that is not text; a chunk table that is not bytes; a record pointed at
+another blob or resized. It counts **touched** (a file outside the root whose bytes, inode or
+mtime changed, or a new file beside them), **untyped** (an exception that is not a
+``CargoholdError``), **blocked** (``artifacts``, ``gc`` or ``verify`` raising at all: one bad
+row must never stop a scope's listing or the housekeeping), and **hung** (no progress within
+``WAIT`` seconds: the driver runs in a child process the parent kills).
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import json
@@ -47,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -410,6 +424,284 @@ def _failures(tally: Tally) -> int:
     )
 
 
+# -- the tampered index ---------------------------------------------------------------------------
+
+TAMPER_SHARE = 0.33
+"""Of the tampered mode's operations, the share that plants a bad row."""
+VICTIMS = 4
+"""Files outside the root that planted digests point at."""
+
+
+@dataclass(slots=True)
+class TamperTally:
+    """What the tampered-index mode saw."""
+
+    ops: int = 0
+    tampers: int = 0
+    """Bad rows planted (an edit the schema refused is not counted)."""
+    refused_by_schema: int = 0
+    touched: int = 0
+    untyped: int = 0
+    blocked: int = 0
+    hung: int = 0
+    typed: Counter[str] = field(default_factory=Counter)
+    """Typed errors met, by code: the answers to bad rows."""
+    findings: Counter[str] = field(default_factory=Counter)
+    """``verify`` findings over the run, by kind."""
+    seconds: float = 0.0
+    details: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if len(self.details) < 50:
+            self.details.append(f"op {self.ops}: {text}")
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.touched or self.untyped or self.blocked or self.hung)
+
+    def summary(self) -> str:
+        typed = ", ".join(f"{code} {n}" for code, n in sorted(self.typed.items())) or "none"
+        found = ", ".join(f"{kind} {n}" for kind, n in sorted(self.findings.items())) or "none"
+        return (
+            f"tampered index: {self.ops} operations, {self.tampers} bad rows planted"
+            f" ({self.refused_by_schema} edits the schema refused) in {self.seconds:.0f} s\n"
+            f"  touched outside the root {self.touched}, untyped errors {self.untyped},"
+            f" blocked listings or housekeeping {self.blocked}, hung {self.hung};"
+            f" typed errors met: {typed}; verify findings: {found}"
+        )
+
+
+def _is_digest(text: str) -> bool:
+    return len(text) == 64 and set(text) <= set("0123456789abcdef")
+
+
+def _victims(outside: Path) -> dict[str, tuple[bytes, int, int]]:
+    """The files outside the root, as (bytes, inode, mtime in ns), by name."""
+    found = {}
+    for path in sorted(outside.iterdir()):
+        info = path.lstat()
+        found[path.name] = (path.read_bytes(), info.st_ino, info.st_mtime_ns)
+    return found
+
+
+def _bad_edit(rng: random.Random, outside: Path, digests: list[str]) -> tuple[str, tuple[Any, ...]]:
+    """One random edit of the index that plants a bad row: SQL and its parameters."""
+    victim = str(outside / f"victim-{rng.randrange(VICTIMS)}")
+    target = rng.choice(digests) if digests else "0" * 64
+    other = rng.choice(digests) if digests else "f" * 64
+    bad_digest = rng.choice(
+        [
+            "../" + victim,
+            ".." + victim,
+            "../../../../../.." + victim,
+            target.upper(),
+            target[:40],
+            target[:30] + "/" + target[31:],
+            target + "0",
+            "",
+        ]
+    )
+    bad_value = rng.choice(["big", "", "NaN", b"\x00\x01", -5, 1 << 62, 1.5])
+    edits: list[tuple[str, tuple[Any, ...]]] = [
+        ("UPDATE blobs SET digest = ? WHERE digest = ?", (bad_digest, target)),
+        ("UPDATE artifacts SET digest = ? WHERE digest = ?", (bad_digest, target)),
+        ("UPDATE artifacts SET digest = ? WHERE digest = ?", (other, target)),
+        ("UPDATE artifacts SET size = ? WHERE digest = ?", (bad_value, target)),
+        ("UPDATE artifacts SET size = size + 1 WHERE digest = ?", (target,)),
+        ("UPDATE artifacts SET expires = ? WHERE digest = ?", (bad_value, target)),
+        ("UPDATE artifacts SET created = ? WHERE digest = ?", (bad_value, target)),
+        ("UPDATE artifacts SET sensitivity = ? WHERE digest = ?", ("secret-ish", target)),
+        ("UPDATE artifacts SET complete = ? WHERE digest = ?", (bad_value, target)),
+        ("UPDATE artifacts SET tenant = ? WHERE digest = ?", (b"\xff", target)),
+        ("UPDATE artifacts SET media_type = ? WHERE digest = ?", (b"\x00", target)),
+        ("UPDATE blobs SET size = ? WHERE digest = ?", (bad_value, target)),
+        ("UPDATE blobs SET chunks = ? WHERE digest = ?", (rng.choice(["text", b"", b"x"]), target)),
+        ("UPDATE blobs SET chunk_size = ? WHERE digest = ?", (rng.choice([0, -1, "x"]), target)),
+        ("UPDATE blobs SET tenant = ? WHERE digest = ?", (b"\x00", target)),
+        (
+            "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, created,"
+            " expires, sensitivity, complete) VALUES (?, ?, ?, ?, ?, 'x/y', 0, ?, 'internal', 1)",
+            (rng.choice(SCOPES)[0], "u-soak", "s0", bad_digest, bad_value, rng.choice([0, 1e12])),
+        ),
+        (
+            "INSERT INTO blobs (tenant, digest, size, chunk_size, chunks, created)"
+            " VALUES (?, ?, ?, 65536, x'00', 0)",
+            (rng.choice(SCOPES)[0], bad_digest, bad_value),
+        ),
+    ]
+    if rng.random() < 0.05:  # rarely: the counters (every new blob then meets a typed error)
+        edits.append(("UPDATE stats SET bytes = ? WHERE id = 1", (bad_value,)))
+    return rng.choice(edits)
+
+
+def _tampered_child(spec: dict[str, Any]) -> None:
+    """The tampered-index driver: prints ``progress <n>`` every 50 operations, then its tally
+    as one JSON line. Runs in a child so the parent can bound it in time."""
+    import sqlite3
+
+    import cargohold
+    from cargohold.testing import FakeClock
+
+    root, outside = Path(spec["root"]), Path(spec["outside"])
+    rng = random.Random(spec["seed"])
+    clock = FakeClock(1_800_000_000.0)
+    tally = TamperTally()
+    store = cargohold.LocalStore(root, limits=_limits(), clock=clock)
+    before = _victims(outside)
+    digests: list[str] = []
+
+    def attempt(name: str, call: Callable[[], Any], *, must_answer: bool = False) -> Any:
+        try:
+            return call()
+        except cargohold.CargoholdError as exc:
+            tally.typed[exc.code] += 1
+            if must_answer:
+                tally.blocked += 1
+                tally.note(f"{name} raised {exc.code}")
+        except Exception as exc:  # the failure counted: anything untyped
+            tally.untyped += 1
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            place = f"{Path(where.filename).name}:{where.lineno}"
+            tally.note(f"{name}: untyped {type(exc).__name__} at {place}")
+        return None
+
+    for op in range(spec["ops"]):
+        tally.ops = op + 1
+        if op % 50 == 0:
+            sys.stdout.write(f"progress {op}\n")
+            sys.stdout.flush()
+        if rng.random() < TAMPER_SHARE:
+            sql, params = _bad_edit(rng, outside, digests)
+            db = sqlite3.connect(root / "index.sqlite3", isolation_level=None, timeout=30)
+            try:
+                db.execute(sql, params)
+                tally.tampers += 1
+            except sqlite3.IntegrityError:
+                tally.refused_by_schema += 1
+            finally:
+                db.close()
+            continue
+        owner = cargohold.Scope(*rng.choice(SCOPES))
+        scoped = cargohold.ScopedStore(store, owner)
+        ref = cargohold.Ref(rng.choice(digests)) if digests else None
+        verb = rng.choice(
+            [
+                "put",
+                "put",
+                "put",
+                "read",
+                "range",
+                "stat",
+                "touch",
+                "ls",
+                "usage",
+                "gc",
+                "verify",
+                "clock",
+            ]
+        )
+        if verb == "put" or ref is None:
+            body = payload(rng.randrange(POOL))
+            done = attempt("put", functools.partial(scoped.put, body, ttl=rng.choice([1, 5, 30])))
+            if done is not None and done.ref.digest not in digests:
+                digests.append(done.ref.digest)
+        elif verb == "read":
+            attempt("read", functools.partial(scoped.read, ref))
+        elif verb == "range":
+            start, end = rng.randrange(300), rng.randrange(300, 70_000)
+            attempt("range", functools.partial(scoped.read, ref, start=start, end=end))
+        elif verb == "stat":
+            attempt("stat", functools.partial(scoped.stat, ref))
+        elif verb == "touch":
+            attempt("touch", functools.partial(scoped.touch, ref, ttl=rng.choice([1, 10])))
+        elif verb == "ls":
+            attempt("artifacts", scoped.artifacts, must_answer=True)
+        elif verb == "usage":
+            attempt("usage", scoped.usage)
+            attempt("tenant_usage", functools.partial(store.tenant_usage, owner))
+            attempt("store_usage", store.store_usage)
+        elif verb == "gc":
+            attempt("gc", functools.partial(store.gc, dry_run=rng.random() < 0.3), must_answer=True)
+        elif verb == "verify":
+            found = attempt("verify", store.verify, must_answer=True)
+            for finding in found or []:
+                tally.findings[finding.kind] += 1
+                if finding.digest is not None and not _is_digest(finding.digest):
+                    tally.untyped += 1  # a finding that quotes a malformed digest
+                    tally.note("a verify finding quotes a malformed digest")
+        else:
+            clock.advance(rng.choice([0.5, 2, 10, 40]))
+    store.close()
+    after = _victims(outside)
+    if after != before:
+        tally.touched += len(set(before.items()) ^ set(after.items())) or 1
+        tally.note("files outside the root changed")
+    fields = {f.name: getattr(tally, f.name) for f in dataclasses.fields(tally)}
+    fields["typed"], fields["findings"] = dict(tally.typed), dict(tally.findings)
+    sys.stdout.write(json.dumps({"tally": fields}) + "\n")
+    sys.stdout.flush()
+
+
+def run_tampered(
+    ops: int,
+    *,
+    workdir: Path,
+    seed: int = 1,
+    report: Callable[[str], None] = print,
+) -> TamperTally:
+    """``ops`` operations of the tampered-index mode on a fresh local store under ``workdir``,
+    driven by a child process that must show progress within ``WAIT`` seconds."""
+    root, outside = workdir / "tampered-root", workdir / "outside"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(outside, ignore_errors=True)
+    outside.mkdir(parents=True)
+    for index in range(VICTIMS):
+        (outside / f"victim-{index}").write_bytes(f"not the store's, {index}\n".encode())
+    spec = {"root": str(root), "outside": str(outside), "seed": seed, "ops": ops}
+    began = time.monotonic()
+    stderr = workdir / "tampered.stderr"
+    with open(stderr, "ab") as err:
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--child", "tampered", json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+    assert child.stdout is not None
+    tally: TamperTally | None = None
+    try:
+        while True:
+            ready, _, _ = select.select([child.stdout], [], [], WAIT)
+            if not ready:
+                break  # no progress within WAIT: hung
+            line = child.stdout.readline()
+            if not line:
+                break  # the child died
+            if line.startswith(b"progress "):
+                done = int(line.split()[1])
+                if done and done % 500 == 0:
+                    report(f"  tampered {done}/{ops}")
+                continue
+            fields = json.loads(line)["tally"]
+            tally = TamperTally(
+                **{
+                    **fields,
+                    "typed": Counter(fields["typed"]),
+                    "findings": Counter(fields["findings"]),
+                }
+            )
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=WAIT)
+        child.stdout.close()
+    if tally is None:
+        tally = TamperTally(hung=1)
+        tally.note("the driver hung or died: " + stderr.read_text(errors="replace")[-2000:])
+    tally.seconds = time.monotonic() - began
+    shutil.rmtree(root, ignore_errors=True)
+    return tally
+
+
 # -- PostgreSQL -----------------------------------------------------------------------------------
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -629,7 +921,10 @@ def run_postgres(
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
-        _child(argv[1], json.loads(argv[2]))
+        if argv[1] == "tampered":
+            _tampered_child(json.loads(argv[2]))
+        else:
+            _child(argv[1], json.loads(argv[2]))
         return 0
     parser = argparse.ArgumentParser(
         prog="python -m bench soak",
@@ -639,7 +934,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local-trials", type=int, default=1000, metavar="N")
     parser.add_argument("--pg-kills", type=int, default=100, metavar="N")
     parser.add_argument(
-        "--quick", action="store_true", help="CI's short run: 20 local trials, 3 PostgreSQL kills"
+        "--tampered-ops",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="operations of the tampered-index mode on the local store (0: skip)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="CI's short run: 20 local trials, 3 PostgreSQL kills (tampered ops unchanged)",
     )
     parser.add_argument("--writers", type=int, default=4, help="writer processes (plus one gc)")
     parser.add_argument(
@@ -652,6 +956,7 @@ def main(argv: list[str] | None = None) -> int:
         args.local_trials, args.pg_kills = 20, 3
     began = time.monotonic()
     tallies = []
+    tampered: TamperTally | None = None
     with _workdir(args.workdir) as workdir:
         if args.local_trials > 0:
             print(
@@ -667,6 +972,14 @@ def main(argv: list[str] | None = None) -> int:
                     max_run=args.max_run,
                     report=lambda line: print(line, flush=True),
                 )
+            )
+        if args.tampered_ops > 0:
+            print(f"tampered index: {args.tampered_ops} operations, local store", flush=True)
+            tampered = run_tampered(
+                args.tampered_ops,
+                workdir=workdir,
+                seed=args.seed,
+                report=lambda line: print(line, flush=True),
             )
         if args.pg_kills > 0:
             print(f"postgres: {args.pg_kills} kills, {args.writers} writers + gc", flush=True)
@@ -685,7 +998,11 @@ def main(argv: list[str] | None = None) -> int:
         print(tally.summary())
         for line in tally.details:
             print(f"  {line}")
-    failed = any(tally.failed for tally in tallies)
+    if tampered is not None:
+        print(tampered.summary())
+        for line in tampered.details:
+            print(f"  {line}")
+    failed = any(tally.failed for tally in tallies) or (tampered is not None and tampered.failed)
     print(f"{'FAILED' if failed else 'ok'} in {time.monotonic() - began:.0f} s")
     return 1 if failed else 0
 

@@ -3,7 +3,8 @@
 The same code path as the recorded run, with fewer trials: writers re-putting short-TTL content
 and gc loops, killed with SIGKILL at random moments on the local store; and PostgreSQL killed
 with ``kill -9`` (the whole server, or one backend) under them. After each kill a fresh handle
-must find every put a writer logged as done (and still alive) whole, and nothing partial.
+must find every put a writer logged as done (and still alive) whole, and nothing partial. And the
+tampered-index mode: bad rows planted at random in a local store's index while it works.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _spec.loader.exec_module(soak)
 
 LOCAL_TRIALS = 20
 PG_KILLS = 3
+TAMPERED_OPS = 1000
 
 
 def _assert_clean(tally: Any) -> None:
@@ -61,3 +63,16 @@ def test_postgresql_killed_under_writers_loses_nothing(tmp_path: Path) -> None:
 
     assert tally.trials == PG_KILLS
     _assert_clean(tally)
+
+
+def test_a_store_whose_index_is_tampered_with_touches_nothing_outside_its_root_and_never_hangs(
+    tmp_path: Path,
+) -> None:
+    tally = soak.run_tampered(TAMPERED_OPS, workdir=tmp_path, seed=20261201, report=lambda _: None)
+
+    assert tally.details == [], tally.summary()
+    assert (tally.touched, tally.untyped, tally.blocked, tally.hung) == (0, 0, 0, 0)
+    # A run that planted nothing, or never met a bad row, proves nothing.
+    assert tally.ops == TAMPERED_OPS
+    assert tally.tampers > 100, tally.summary()
+    assert tally.findings["corrupt"] > 0, tally.summary()

@@ -44,11 +44,22 @@ def is_digest(value: object) -> bool:
     return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
 
 
+ROW_INT_MAX = 1 << 48
+"""The largest count or size a row may hold (256 TiB): a larger one is tampering, and sums of a
+few of them would overflow SQLite's 64-bit integers."""
+
+
+def is_row_int(value: object) -> bool:
+    """Whether ``value`` is a count or a size a write of this store could have made."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= ROW_INT_MAX
+
+
 def row_int(value: object) -> int:
     """A count or a size read from an index row: a non-negative integer, else the row is
     malformed (SQLite keeps whatever text a tampered row holds)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_row_int(value):
         raise MalformedRowError(MALFORMED)
+    assert isinstance(value, int)
     return value
 
 

@@ -76,6 +76,7 @@ from cargohold.store._core import (
     chunk_digests,
     clip_range,
     is_digest,
+    is_row_int,
     needs_refresh,
     prepare_write,
     record_findings,
@@ -853,7 +854,7 @@ class LocalStore:
                         "SELECT size FROM blobs WHERE tenant = ? AND digest = ?", (tenant, digest)
                     ).fetchone()
                     size = None if blob is None else blob[0]
-                    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                    if isinstance(size, int) and is_row_int(size):
                         doomed.append((tenant, digest, size))
                     # else no blob row (nothing to remove) or a malformed one (kept, reported)
             freed = sum(size for _, _, size in doomed)
@@ -991,9 +992,7 @@ class LocalStore:
             if (
                 not isinstance(tenant, str)
                 or not is_digest(digest)
-                or isinstance(size, bool)
-                or not isinstance(size, int)
-                or size < 0
+                or not is_row_int(size)
                 or isinstance(chunk_size, bool)
                 or not isinstance(chunk_size, int)
                 or chunk_size <= 0
@@ -1101,7 +1100,9 @@ class LocalStore:
             tenants = self._index.execute(
                 "SELECT tenant FROM blobs WHERE digest = ?", (digest,)
             ).fetchall()
-        return not any(tenant_key(tenant) == key for (tenant,) in tenants)
+        return not any(
+            tenant_key(tenant) == key for (tenant,) in tenants if isinstance(tenant, str)
+        )
 
     def marker_key(self) -> bytes:
         """The store's marker key, from ``marker.key`` (0600) under the root; made on first use.
