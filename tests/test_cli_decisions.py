@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -346,6 +347,37 @@ def test_a_pattern_or_expression_that_is_not_utf8_is_a_usage_error(
     assert result.exit_code == ExitCode.USAGE
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
+
+
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00"
+    + bytes(range(256)) * 64
+)
+
+
+@pytest.mark.parametrize("args", [["read", "--lines", "1:5"], ["grep", "IHDR"]])
+def test_lines_or_grep_of_a_binary_artifact_say_it_is_binary_and_how_to_read_it(
+    root: Path, args: list[str]
+) -> None:
+    stored = run(root, "put", "-", "--media-type", "image/png", input=PNG)
+    ref = stored.stdout.strip()
+
+    plain = run(root, args[0], ref, *args[1:])
+    data = json.loads(run(root, args[0], ref, *args[1:], "--json").stdout)
+    page = run(root, "read", ref, *data["fits"], "--raw")
+    exact = run(root, "cat", ref)
+
+    assert plain.exit_code == ExitCode.USAGE
+    assert plain.stdout == ""
+    assert len(plain.stderr.splitlines()) == 1
+    assert (data["outcome"], data["reason"]) == ("unsupported", "binary_content")
+    assert data["fits"][0] == "--bytes"
+    assert f"cargohold cat {ref}" in plain.stderr  # the way to the exact bytes
+    assert " ".join(data["fits"]) in plain.stderr  # and to a base64 page
+    assert page.exit_code == ExitCode.OK
+    start, end = (int(n) for n in data["fits"][1].split(":"))
+    assert base64.b64decode(page.stdout) == PNG[start:end]
+    assert exact.stdout_bytes == PNG
 
 
 def test_query_evaluates_jmespath_on_a_json_artifact(root: Path) -> None:

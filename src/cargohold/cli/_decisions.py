@@ -18,7 +18,7 @@ import click
 from cargohold._errors import UsageError
 from cargohold._records import MAX_READ_BYTES, ReadOutcome
 from cargohold.cli._context import get_app
-from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
+from cargohold.cli._exit import REHYDRATE_EXIT, ExitCode
 from cargohold.cli._output import escape_controls, json_text, write_bytes, write_text
 from cargohold.cli._progress import Busy
 from cargohold.cli._render import guess_media_type, human_bytes, outcome_message
@@ -51,13 +51,43 @@ _RAW_OPTION = click.option(
 
 
 def _fits(result: RehydrateResult, lines: bool) -> list[str] | None:
-    """The read options of a range that fits the budget, for an over-budget ``read``."""
+    """The ``read`` options of the range the result says fits: for an over-budget read, a
+    range past the end (the last part that fits), or a binary body (its first base64 page)."""
     if result.fit is None:
         return None
     first, second = result.fit
-    if lines:  # (start_line, end_line), inclusive
+    if lines and result.outcome.value != "unsupported":  # (start_line, end_line), inclusive
         return ["--lines", f"{first}:{second}"]
     return ["--bytes", f"{first}:{first + second}"]  # (offset, length)
+
+
+def _refusal_line(result: RehydrateResult, fits: list[str] | None, asked: str) -> str | None:
+    """The stderr line of a read refused for what the body is: binary, or shorter than asked.
+
+    ``None`` for any other outcome (the common messages of :func:`outcome_message` say it).
+    """
+    size = f"{result.size:,} bytes" if result.size is not None else "its bytes"
+    if result.outcome.value == "unsupported":
+        page = f", or `cargohold read {result.ref} {' '.join(fits)}` (base64)" if fits else ""
+        return (
+            f"cargohold: error: {result.ref} is binary ({size}): it has no lines to show or "
+            f"search (unsupported); read its bytes with `cargohold cat {result.ref}` (exact)"
+            f"{page}"
+        )
+    if result.outcome.value == "out_of_range":
+        count = getattr(result, "lines", None)
+        holds = f"{count:,} lines ({size})" if asked.startswith("--lines") and count else size
+        if fits:
+            last = f"the last part that fits: {' '.join(fits)}"
+        elif result.size:
+            last = "its last line alone is over --budget"
+        else:
+            last = "it is empty"
+        return (
+            f"cargohold: error: {asked} starts past the end (out_of_range): the artifact holds "
+            f"{holds}; {last}"
+        )
+    return None
 
 
 def _over_budget_line(result: RehydrateResult, fits: list[str] | None, remedy: str) -> str:
@@ -84,6 +114,7 @@ def _finish_read(
     raw: bool,
     fits: list[str] | None = None,
     remedy: str = "",
+    asked: str = "",
 ) -> None:
     if as_json:
         _echo_json(
@@ -92,6 +123,8 @@ def _finish_read(
                 "reason": result.reason.value,
                 "ref": str(result.ref),
                 "span": result.span,
+                "size": result.size,
+                "lines": getattr(result, "lines", None),
                 "answer_bytes": result.answer_bytes,
                 "budget": result.budget,
                 "fits": fits,
@@ -105,12 +138,17 @@ def _finish_read(
             write_text(result.content, nl=not result.content.endswith("\n"))
         else:
             write_text(result.segment)
-    code = OUTCOME_EXIT[ReadOutcome(result.outcome.value)]
+    code = REHYDRATE_EXIT.get(result.outcome.value, ExitCode.ERROR)
     if result.outcome.value != "resolved":
         if not as_json:
-            line = outcome_message(ReadOutcome(result.outcome.value), result.ref)
-            if result.outcome.value == "over_budget":
+            line = _refusal_line(result, fits, asked)
+            if line is None and result.outcome.value == "over_budget":
                 line = _over_budget_line(result, fits, remedy)
+            elif line is None:
+                try:
+                    line = outcome_message(ReadOutcome(result.outcome.value), result.ref)
+                except ValueError:  # an outcome newer than this table: its code, at least
+                    line = f"cargohold: error: read of {result.ref} was {result.outcome.value}"
             click.echo(line, err=True)
         raise click.exceptions.Exit(int(code))
 
@@ -273,8 +311,10 @@ def read(
         start, end = _span(byte_span, "bytes") or (0, None)
         length = None if end is None else end - start
         result = reader.read(ref, offset=start, length=length, budget=budget)
-    fits = _fits(result, lines is not None) if result.outcome.value == "over_budget" else None
-    _finish_read(result, as_json=as_json, raw=raw, fits=fits)
+    refused = result.outcome.value in ("over_budget", "out_of_range", "unsupported")
+    fits = _fits(result, lines is not None) if refused else None
+    asked = f"--lines {line_span}" if lines is not None else f"--bytes {byte_span or '0:'}"
+    _finish_read(result, as_json=as_json, raw=raw, fits=fits, asked=asked)
 
 
 @click.command()
@@ -321,7 +361,8 @@ def grep(
         max_matches=max_matches,
         budget=budget or app.settings.read_budget,
     )
-    _finish_read(result, as_json=as_json, raw=raw)
+    fits = _fits(result, lines=False) if result.outcome.value == "unsupported" else None
+    _finish_read(result, as_json=as_json, raw=raw, fits=fits)
 
 
 @click.command()

@@ -42,11 +42,20 @@ OUTCOME_EXIT: dict[ReadOutcome, ExitCode] = {
 }
 """Read outcome -> exit status: the one table every reading command uses."""
 
+REHYDRATE_EXIT: dict[str, ExitCode] = {
+    **{outcome.value: code for outcome, code in OUTCOME_EXIT.items()},
+    "unsupported": ExitCode.USAGE,
+    "out_of_range": ExitCode.USAGE,
+}
+"""A read command's outcome (a rehydrate outcome's code) -> exit status: the store's read
+outcomes, and what a read of a verified body refuses as a usage mistake (lines or a grep of a
+binary body; a range that starts past the end)."""
+
 EXIT_CODES_HELP = """\b
 Exit status:
   0  success
   1  other error (the store is unavailable; verify found damage, not mere leftovers)
-  2  usage: bad arguments, configuration or reference
+  2  usage: bad arguments, configuration or reference; a range past the end; lines of binary
   3  missing: no such artifact in this scope
   4  unauthorized: the artifact belongs to another session
   5  stale: the stored bytes no longer match the reference's digest
