@@ -275,13 +275,15 @@ def guard_openai(
             per-tool thresholds apply too).
         margin: Tokens kept free below the model's window (configured when omitted).
         windows: Model-name prefix -> context window, before the built-in table.
-        reporter: Where failure events go.
+        reporter: Where the guard's events go (the configured events log when omitted, as
+            the CLI's decisions; ``Reporter()`` with no sinks reports nothing).
         strict_window: Refuse a model with no known window instead of reporting it.
         key: The marker key stubs and segments must verify under (the configured store's
             when omitted).
 
     Raises:
-        UsageError: ``client`` has neither ``chat.completions`` nor ``responses``.
+        UsageError: ``client`` has none of ``chat.completions``, ``responses`` and
+            ``completions``.
     """
     made = _make_guard(guard, threshold, margin, windows, reporter, strict_window, key)
     result: ClientT = _openai(client, made)
