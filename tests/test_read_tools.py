@@ -362,6 +362,27 @@ MISTAKES: list[tuple[str, Any, list[str]]] = [
     ("artifact_query", {"ref": "REF", "expression": "[?status=='paid'"}, ["at character 17"]),
     ("artifact_query", {"ref": "REF", "expression": "a..b"}, ["at character 3", "'.'"]),
     ("artifact_query", {"ref": "LOG_REF", "expression": "length(@)"}, ["artifact_grep"]),
+    # runtime errors name the function and the types, never the value
+    (
+        "artifact_query",
+        {"ref": "REF", "expression": "length([0].id)"},
+        ["length() expects", "array|object|string, got number"],
+    ),
+    (
+        "artifact_query",
+        {"ref": "REF", "expression": "sort(@)"},
+        ["sort() expects", "got an array holding object"],
+    ),
+    (
+        "artifact_query",
+        {"ref": "REF", "expression": "length(@, @)"},
+        ["length() takes 1 argument, got 2"],
+    ),
+    (
+        "artifact_query",
+        {"ref": "REF", "expression": "lenght(@)"},
+        ["no function lenght()", "length"],
+    ),
 ]
 
 
@@ -620,6 +641,20 @@ def test_no_answer_exceeds_its_budget(budget: int, call: tuple[str, str, dict[st
         assert segment.budget == budget
     else:
         assert answer.content is None
+
+
+def test_a_query_that_fails_on_the_document_says_how_to_fix_the_expression_not_to_grep(
+    hold: Hold,
+) -> None:
+    ref = put(hold, DOC, "application/json")
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": "sum([*].city)"})
+
+    assert answer.outcome == "invalid_arguments"
+    assert "sum() expects array-number, got an array holding string" in answer.text
+    assert "Zürich" not in answer.text  # the value itself is never shown
+    assert "type(" in answer.text
+    assert "artifact_grep" not in answer.text
 
 
 # -- the recovered segment's framing: what a client strips is exactly one newline --------------

@@ -980,3 +980,15 @@ def test_a_line_read_states_the_line_count(reader: Rehydrator, scoped: ScopedSto
     ref = scoped.put(b"a\nb\nc").ref
 
     assert reader.read_lines(ref, 2, 2).lines == 3
+
+
+def test_a_query_that_fails_on_the_document_is_a_typed_error_naming_function_and_types(
+    reader: Rehydrator, scoped: ScopedStore
+) -> None:
+    ref = scoped.put(DOC, media_type="application/json").ref
+
+    with pytest.raises(UsageError) as raised:
+        reader.query(ref, "length([0].total)")
+
+    assert raised.value.code == "query_failed"
+    assert "length() expects array|object|string, got number" in str(raised.value)

@@ -37,6 +37,8 @@ import jmespath.exceptions
 from jmespath import functions
 from jmespath.visitor import Options, TreeInterpreter
 
+from cargohold._errors import UsageError
+
 if TYPE_CHECKING:
     from jmespath.visitor import _TreeNode
 
@@ -85,6 +87,15 @@ class QueryLimit(Exception):
 
 class QueryFailed(Exception):
     """The expression failed on this document; the message says why, without any value."""
+
+
+class QueryFailedError(UsageError):
+    """A JMESPath expression that failed on the document it ran on: a function given a value
+    of the wrong type or the wrong number of arguments, an unknown function. The message names
+    the function and the types (``length() expects array|object|string, got number``), never
+    the value."""
+
+    code = "query_failed"
 
 
 def step_limit(body_bytes: int) -> int:
@@ -190,6 +201,11 @@ class _Functions(functions.Functions):
         self._interpreter = interpreter
 
     def call_function(self, function_name: str, resolved_args: Iterable[Any]) -> Any:
+        if function_name not in self.FUNCTION_TABLE:
+            known = ", ".join(sorted(self.FUNCTION_TABLE))
+            raise QueryFailed(
+                _short(f"there is no function {function_name}()") + f"; JMESPath has {known}"
+            )
         resolved_args = list(resolved_args)
         interpreter = self._interpreter
         for arg in resolved_args:
@@ -310,9 +326,11 @@ def _type_error(exc: jmespath.exceptions.JMESPathTypeError) -> str:
     """``length() expects array|string|object, got number``: the function and the types, never
     the value."""
     expected = "|".join(sorted(str(kind) for kind in exc.expected_types or ()))
-    return _short(
-        f"{exc.function_name}() expects {expected or 'another type'}, got {_kind(exc.actual_type)}"
-    )
+    actual = str(exc.actual_type)
+    # jmespath names the type of an array's element by its Python name (``str``), of the
+    # argument itself by its JMESPath name (``string``): the two sets do not overlap.
+    got = f"an array holding {_kind(actual)}" if actual in _TYPE_NAMES else _kind(actual)
+    return _short(f"{exc.function_name}() expects {expected or 'another type'}, got {got}")
 
 
 def _arity_error(exc: jmespath.exceptions.ArityError) -> str:

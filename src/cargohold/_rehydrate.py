@@ -40,6 +40,7 @@ from cargohold._grep import MatchingLines, compile_pattern, entries
 from cargohold._query import (
     MAX_DEPTH,
     QueryFailed,
+    QueryFailedError,
     QueryLimit,
     compile_expression,
     evaluate,
@@ -543,10 +544,11 @@ class Rehydrator:
         budget would not help).
 
         Raises:
-            UsageError: the expression is not JMESPath, the artifact is not JSON (or holds a
-                number longer than Python reads, or nests deeper than it parses), or the
-                expression failed on this document (the message names the function and the
-                types, e.g. ``length() expects array|object|string, got number``).
+            UsageError: the expression is not JMESPath, or the artifact is not JSON (or holds a
+                number longer than Python reads, or nests deeper than it parses).
+            QueryFailedError: (a UsageError) the expression failed on this document; the
+                message names the function and the types, e.g. ``length() expects
+                array|object|string, got number``.
         """
         ref = as_ref(ref)
         limit = self._budget(budget)
@@ -577,7 +579,7 @@ class Rehydrator:
         try:
             text = evaluate(compiled, document, budget=limit, body_bytes=size)
         except QueryFailed as exc:
-            raise UsageError(f"the expression failed on this document: {exc}") from None
+            raise QueryFailedError(f"the expression failed on this document: {exc}") from None
         except QueryLimit as exc:
             over = exc.bound == "size"
             return self._decide(

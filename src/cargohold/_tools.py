@@ -53,7 +53,7 @@ from cargohold._events import (
     record,
 )
 from cargohold._facade import ScopedStore
-from cargohold._query import MAX_DEPTH, QueryLimit, compile_expression
+from cargohold._query import MAX_DEPTH, QueryFailedError, QueryLimit, compile_expression
 from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome
 from cargohold._ref import Ref
 from cargohold._rehydrate import RehydrateResult, Rehydrator
@@ -357,7 +357,12 @@ class ReadToolset:
         _check_expression(expression)
         try:
             result = self._reader.query(ref, expression, budget=self._budget(args))
-        except UsageError as exc:  # not JSON, nested too deep, or the expression failed on it
+        except QueryFailedError as exc:  # the document is JSON: the expression is what to fix
+            raise _Mistake(
+                f"{exc}. Fix the expression: type(x) names a value's type, keys(@) an object's "
+                "keys, to_string(x) and to_number(x) convert."
+            ) from None
+        except UsageError as exc:  # not JSON, or nested too deep
             raise _Mistake(
                 f"{exc}. artifact_grep and artifact_read_lines read any body, JSON or not."
             ) from None
