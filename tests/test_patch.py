@@ -457,6 +457,7 @@ def test_a_byte_edit_is_exact_even_in_a_binary_body(hold: Hold) -> None:
         ([{"start_line": 100, "end_line": 101, "lines": []}], "conflict", ["start_line=101"]),
         ([{"offset": 3000, "length": 1, "text": ""}], "conflict", ["past the end"]),
         ([{"offset": 1, "length": 0, "text": "x"}], "conflict", ["inside a UTF-8 character"]),
+        ([{"offset": 0, "length": 1, "text": "x"}], "conflict", ["byte 1 falls inside"]),
         (
             [{"start_line": 1, "lines": ["x"]}, {"offset": 3, "length": 1, "text": ""}],
             "invalid_arguments",
@@ -481,6 +482,41 @@ def test_an_edit_that_does_not_fit_the_body_is_refused_and_stores_nothing(
     for fragment in named:
         assert fragment in answer.text
     assert hold.store.artifacts() == before
+
+
+def test_a_byte_edit_whose_end_falls_inside_a_character_is_refused(hold: Hold) -> None:
+    ref = put(hold, "é".encode(), media_type="text/plain")  # b"\xc3\xa9"
+    before = hold.store.artifacts()
+
+    answer = patch(hold, ref, edits=[{"offset": 0, "length": 1, "text": "x"}])  # b"x\xa9"
+
+    assert answer.outcome == "conflict"
+    assert "byte 1 falls inside a UTF-8 character" in answer.text
+    assert hold.store.artifacts() == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text("aé☕😀\n", min_size=1, max_size=12),
+    offset=st.integers(0, 40),
+    length=st.integers(0, 40),
+    new=st.text("xé", max_size=3),
+)
+def test_a_byte_edit_of_utf8_text_is_refused_or_leaves_utf8_text(
+    text: str, offset: int, length: int, new: str
+) -> None:
+    body = text.encode()
+    with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+        ref = put(hold, body, media_type="text/plain")
+        answer = patch(hold, ref, edits=[{"offset": offset, "length": length, "text": new}])
+        if answer.outcome == "resolved":
+            body_of(hold, answer.ref).decode("utf-8")  # strict: every character whole
+        else:
+            assert answer.outcome == "conflict"
+            assert offset + length > len(body) or any(
+                point < len(body) and (body[point] & 0xC0) == 0x80
+                for point in (offset, offset + length)
+            )
 
 
 @pytest.mark.parametrize(
