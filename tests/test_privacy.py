@@ -201,6 +201,8 @@ def _every_decision(
         reader.read_lines(heavy.ref, 1, 5),
         reader.grep(heavy.ref, BODY),
         reader.query(rows.ref, "[0].note"),
+        reader.read(heavy.ref, offset=10**9),  # out_of_range
+        reader.read_lines(owner.put(bytes(range(256)) * 64).ref, 1, 5),  # unsupported: binary
         reader.read(heavy.ref, budget=100),  # over_budget
         reader.read(foreign),  # unauthorized
         reader.grep(foreign, "INFO"),
