@@ -380,6 +380,39 @@ def test_lines_or_grep_of_a_binary_artifact_say_it_is_binary_and_how_to_read_it(
     assert exact.stdout_bytes == PNG
 
 
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["--lines", "6000:6005"], "lines"),
+        (["--lines", "1501:"], "lines"),
+        (["--bytes", "1000000000:"], "bytes"),
+        (["--bytes", f"{len(LOG.encode())}:"], "bytes"),
+    ],
+)
+def test_a_read_past_the_end_says_the_size_and_the_last_range_that_reads(
+    root: Path, args: list[str], what: str
+) -> None:
+    ref = offloaded_ref(root, LOG)
+
+    plain = run(root, "read", ref, *args)
+    data = json.loads(run(root, "read", ref, *args, "--json").stdout)
+    followed = run(root, "read", ref, *data["fits"], "--raw")
+
+    assert plain.exit_code == ExitCode.USAGE
+    assert plain.stdout == ""
+    assert len(plain.stderr.splitlines()) == 1
+    assert (data["outcome"], data["reason"]) == ("out_of_range", "past_end")
+    assert data["size"] == len(LOG.encode())
+    if what == "lines":
+        assert data["lines"] == LOG.count("\n") == 1500
+        assert f"{data['lines']:,} lines" in plain.stderr
+    assert f"{data['size']:,} bytes" in plain.stderr
+    assert " ".join(data["fits"]) in plain.stderr
+    assert followed.exit_code == ExitCode.OK
+    assert LOG.endswith(followed.stdout)  # the last part of the body
+    assert followed.stdout
+
+
 def test_query_evaluates_jmespath_on_a_json_artifact(root: Path) -> None:
     ref = offloaded_ref(root, ORDERS)
 
