@@ -24,18 +24,22 @@ require("mcp", "mcp")
 
 from mcp.shared.exceptions import MCPError  # noqa: E402 - after the extra's check
 from mcp_types import (  # noqa: E402
+    CallToolResult,
     ClientCapabilities,
     CreateMessageResult,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
+    EmbeddedResource,
     LoggingMessageNotification,
+    ResourceLink,
     TextContent,
     TextResourceContents,
     ToolListChangedNotification,
 )
 from mcp_types.jsonrpc import ErrorData  # noqa: E402
 
+from cargohold._secrets import find_secrets  # noqa: E402
 from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import (  # noqa: E402
     HEAVY_SERVER,
@@ -136,6 +140,41 @@ def test_an_output_schema_is_widened_so_the_stub_validates_against_it(proxied: C
     assert schema["type"] == "object"
     jsonschema.validate(result.structured_content, schema)
     jsonschema.validate(heavy_server.page(3).model_dump(), schema)  # the original still does
+
+
+def test_a_small_result_holding_a_credential_reaches_the_client_redacted(
+    proxied: Connected,
+) -> None:
+    result = proxied.call("small_secret")
+
+    (text,) = result.content
+    assert isinstance(text, TextContent)
+    expected = heavy_server.SMALL_SECRET_TEXT.replace(
+        heavy_server.GITHUB_TOKEN, "[REDACTED:github_token]"
+    )
+    assert text.text == expected
+    assert result.structured_content == {"result": expected}
+
+
+def test_credentials_in_links_and_meta_reach_the_client_redacted_and_the_rest_unchanged(
+    proxied: Connected,
+) -> None:
+    result = proxied.call("leaky_parts")
+
+    received = result.model_dump_json(by_alias=True).encode()
+    assert find_secrets(received) == []
+    text, link, embedded = result.content
+    assert isinstance(text, TextContent)
+    assert text.text == "see the link"
+    assert text.meta == {"auth": "Authorization: Bearer [REDACTED:authorization_header]"}
+    assert isinstance(link, ResourceLink)
+    assert link.name == "repo [REDACTED:github_token]"
+    assert "example.com/repo.git" in link.uri
+    assert link.meta == {"nested": {"tokens": ["[REDACTED:gitlab_token]", "harmless"]}}
+    assert isinstance(embedded, EmbeddedResource)
+    assert embedded.resource.text == "a small file"  # type: ignore[union-attr]
+    assert result.meta is not None
+    assert result.meta["plain"] == "kept as it is"
 
 
 @pytest.mark.parametrize(
@@ -545,3 +584,24 @@ def test_with_calls_of_several_http_clients_in_flight_no_client_is_asked() -> No
     assert one == ElicitResult(action="decline")
     assert isinstance(nobody, ErrorData)
     assert "no client request is in flight" in nobody.message
+
+
+def test_under_reject_a_string_holding_a_credential_is_withheld_and_the_part_kept(
+    tmp_path: Path,
+) -> None:
+    import cargohold
+    from cargohold.mcp import offload_result
+    from cargohold.mcp._content import WITHHELD
+
+    config = tmp_path / "cargohold.toml"
+    config.write_text('secrets_policy = { links = "reject" }\n', encoding="utf-8")
+    link = ResourceLink(uri=heavy_server.URL_WITH_PASSWORD, name="a clone", size=12)
+    result = CallToolResult(content=[link], _meta={"by": heavy_server.BEARER, "n": 1})
+
+    with cargohold.open("memory://", session="reject", config_file=config) as hold:
+        out = offload_result(hold, result, tool="links")
+
+    (kept,) = out.content
+    assert isinstance(kept, ResourceLink)
+    assert (kept.uri, kept.name, kept.size) == (WITHHELD, "a clone", 12)
+    assert out.meta == {"by": WITHHELD, "n": 1}

@@ -16,7 +16,9 @@ heavy threshold for the producing tool:
   ``MCPServer`` sends a ``str`` result), points at that text's artifact.
 
 What is refused (a credential in the body, a quota) or cannot be stored leaves a bounded notice
-in its place, never the raw part. ``resource_link`` parts pass unchanged (they are pointers).
+in its place, never the raw part. ``resource_link`` parts pass (they are pointers). Every other
+string of every part (a link's uri, name, title and description, a resource's uri, each
+``_meta``) and the result's ``_meta`` go under the secrets policy in place.
 
 A stub cannot satisfy a tool's declared output schema, so :func:`rewrite_output_schema` widens
 each schema to "the original, or a cargohold stub" (or drops one it cannot widen safely).
@@ -28,7 +30,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 from mcp_types import (
@@ -47,10 +49,12 @@ from mcp_types import (
     TextResourceContents,
     ToolResultContent,
 )
+from pydantic import BaseModel
 
 from cargohold._errors import UsageError
 from cargohold._events import OffloadOutcome
 from cargohold._records import normalize_media_type
+from cargohold._secrets import screen_text
 
 if TYPE_CHECKING:
     from cargohold._hold import Hold
@@ -152,6 +156,10 @@ def offload_result(
         replaced, extra = _structured(hold, structured, tool, failed, offloaded_texts)
         update["structured_content"] = replaced
         content.extend(extra)
+    secrets = hold.offloader.secrets_policy_for(tool)
+    update["content"] = [_screen_part(part, secrets) for part in content]
+    if result.meta is not None:
+        update["meta"] = _screen_value(result.meta, secrets)
     return result.model_copy(update=update)
 
 
@@ -182,7 +190,11 @@ def offload_resource(
         else:
             text = next(part.text for part in kept if isinstance(part, TextContent))
             contents.append(TextResourceContents(uri=item.uri, mime_type="text/plain", text=text))
-    return result.model_copy(update={"contents": contents})
+    secrets = hold.offloader.secrets_policy_for(RESOURCES_TOOL)
+    update: dict[str, Any] = {"contents": [_screen_part(item, secrets) for item in contents]}
+    if result.meta is not None:
+        update["meta"] = _screen_value(result.meta, secrets)
+    return result.model_copy(update=update)
 
 
 def offload_prompt(
@@ -200,7 +212,17 @@ def offload_prompt(
         else:
             text = next(part.text for part in kept if isinstance(part, TextContent))
             messages.append(message.model_copy(update={"content": TextContent(text=text)}))
-    return result.model_copy(update={"messages": messages})
+    secrets = hold.offloader.secrets_policy_for(PROMPTS_TOOL)
+    screened = [
+        message.model_copy(update={"content": _screen_part(message.content, secrets)})
+        for message in messages
+    ]
+    update: dict[str, Any] = {"messages": screened}
+    if result.description is not None:
+        update["description"] = _screen_value(result.description, secrets)
+    if result.meta is not None:
+        update["meta"] = _screen_value(result.meta, secrets)
+    return result.model_copy(update=update)
 
 
 SAMPLING_TOOL: Final = "sampling/createMessage"
@@ -251,6 +273,61 @@ def _kept(hold: Hold, block: Any, policy: ResultPolicy) -> list[Any]:
     if len(kept) == 1 and kept[0] is block:
         return [block]
     return [part for part in kept if isinstance(part, TextContent)]
+
+
+# -- every other string of a part: links, URIs, _meta ---------------------------------------------
+
+WITHHELD: Final = "[cargohold: withheld: it held a credential]"
+"""What a string outside any body becomes under the ``reject`` policy when it holds one."""
+
+_BODIES: Final = ("text", "data", "blob")
+"""The fields of a part (or of its resource) that its offload decision has judged already."""
+
+P = TypeVar("P", bound=BaseModel)
+
+
+def _screen_part(part: P, policy: str) -> P:
+    """``part`` with every string outside its body under the secrets policy: a resource
+    link's uri, name, title and description, a resource's uri, every ``_meta`` (keys and
+    values, however nested), icons. The body (text, data, blob) is its offload decision's.
+    The same object when nothing in it holds a credential."""
+    dumped = part.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    bodies = {key: dumped.pop(key) for key in _BODIES if key in dumped}
+    resource = dumped.get("resource")
+    inner: dict[str, Any] = {}
+    if isinstance(resource, dict):
+        inner = {key: resource.pop(key) for key in _BODIES if key in resource}
+    screened = _screen_value(dumped, policy)
+    if screened is dumped:
+        return part
+    screened.update(bodies)
+    if inner and isinstance(screened.get("resource"), dict):
+        screened["resource"].update(inner)
+    return type(part).model_validate(screened)
+
+
+def _screen_value(value: Any, policy: str) -> Any:
+    """``value`` (JSON data) with each string in it, keys too, under the secrets policy:
+    redacted, masked, or :data:`WITHHELD`. The same object when none holds a credential."""
+    if isinstance(value, str):
+        screened = screen_text(value, policy)
+        return WITHHELD if screened is None else screened
+    if isinstance(value, dict):
+        pairs = [
+            (_screen_value(key, policy), _screen_value(item, policy)) for key, item in value.items()
+        ]
+        if all(
+            new_key is key and new_item is item
+            for (new_key, new_item), (key, item) in zip(pairs, value.items(), strict=True)
+        ):
+            return value
+        return dict(pairs)
+    if isinstance(value, list):
+        items = [_screen_value(item, policy) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items
+    return value
 
 
 # -- the parts ----------------------------------------------------------------------------------
