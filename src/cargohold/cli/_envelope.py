@@ -9,7 +9,6 @@ its most severe outcome: conflict, then insufficient, then over budget, then sta
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from cargohold._records import PutResult, ReadOutcome
 from cargohold.cli._context import App, get_app
 from cargohold.cli._exit import OUTCOME_EXIT as READ_EXIT
 from cargohold.cli._exit import ExitCode
-from cargohold.cli._output import json_text
+from cargohold.cli._output import json_text, write_bytes
 
 if TYPE_CHECKING:
     from cargohold.envelopes import (
@@ -335,9 +334,7 @@ def build(
     if as_json:
         _emit_json(result.as_dict())
     elif result.envelope is not None:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(result.envelope.data + b"\n")
-        sys.stdout.buffer.flush()
+        write_bytes(result.envelope.data + b"\n")  # exact into a pipe, escaped on a terminal
     else:
         _report_build(result, budget)
     raise click.exceptions.Exit(OUTCOME_EXIT[result.outcome.value])
