@@ -559,6 +559,38 @@ def test_grep_on_one_very_long_line_shows_excerpts_naming_each_matchs_byte_offse
         assert exact.content == NEEDLE
 
 
+@pytest.mark.parametrize(
+    ("before", "match", "after"),
+    [
+        ("é" * 380, NEEDLE, "-" * 7),  # 400 characters (780 bytes): shown whole
+        ("é" * 380, NEEDLE, "-" * 8),  # 401: an excerpt
+        ("☕" * 50, NEEDLE, "x" * 2000),  # fewer than 100 characters before the match
+        ("a" * 3000, NEEDLE, "é" * 3000),  # deep inside a long line
+        ("a" * 700, NEEDLE + "Z" * 600, "b" * 50),  # a match longer than an excerpt
+    ],
+    ids=["400-chars", "401-chars", "near-start", "middle", "long-match"],
+)
+def test_grep_shows_lines_up_to_400_characters_whole_and_longer_ones_as_bounded_excerpts(
+    hold: Hold, before: str, match: str, after: str
+) -> None:
+    line = before + match + after
+    body = ("short first line\n" + line + "\n").encode()
+    ref = put(hold, body, "text/plain")
+
+    answer = hold.call_tool("artifact_grep", {"ref": ref, "pattern": NEEDLE + "Z*"})
+
+    assert answer.outcome == "resolved"
+    if len(line) <= 400:
+        expected = f"2: {line}\n"
+    else:  # up to 100 characters before the match, at least 200 and at most 400 in all
+        first, last = len(before), len(before) + len(match)
+        begin = max(0, first - 100)
+        window = line[begin : max(last, begin + 200)][:400]
+        offset = body.index(NEEDLE.encode())
+        expected = f"2: [byte {offset}; line of {len(line):,} chars] ...{window}...\n"
+    assert answer.content == expected + "[1 matching line; 1 shown]"
+
+
 def test_grep_stops_showing_excerpts_at_the_budget_and_still_counts(hold: Hold) -> None:
     body, offsets = minified_json(20_000, needle_every=40)
     ref = put(hold, body, "application/json")
