@@ -489,3 +489,54 @@ def test_a_guard_given_a_reporter_without_sinks_logs_nothing(tmp_path: Path) -> 
     with pytest.raises(ContextLeakError):
         client.chat.completions.create(model="gpt-4o", messages=LEAKY_CHAT)
     assert not default_events_path().exists()
+
+
+def test_openai_responses_compact_and_token_counts_are_guarded() -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler))
+    calls = (
+        client.responses.compact,
+        client.responses.input_tokens.count,
+        client.beta.responses.create,
+        client.beta.responses.compact,
+        client.beta.responses.input_tokens.count,
+    )
+    for call in calls:
+        with pytest.raises(ContextLeakError) as caught:
+            call(model="gpt-4.1", input=[{"role": "user", "content": raw()}])
+        assert [f.path for f in caught.value.findings] == ["input[0].content"]
+    assert handler.requests == []
+    client.responses.input_tokens.count(model="gpt-4.1", input="hello")
+    assert [b["input"] for b in handler.bodies] == ["hello"]
+
+
+def test_openai_conversation_items_are_guarded_before_they_are_stored() -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler))
+    leaky = [{"type": "message", "role": "user", "content": raw()}]
+    with pytest.raises(ContextLeakError) as caught:
+        client.conversations.create(items=leaky)
+    assert [f.path for f in caught.value.findings] == ["items[0].content"]
+    with pytest.raises(ContextLeakError) as caught:
+        client.conversations.items.create("conv_1", items=leaky)  # the id by position, as typed
+    assert [f.path for f in caught.value.findings] == ["items[0].content"]
+    assert handler.requests == []
+    clean = [{"type": "message", "role": "user", "content": "hello"}]
+    client.conversations.items.create("conv_1", items=clean)
+    assert [r.url.path for r in handler.requests] == ["/v1/conversations/conv_1/items"]
+
+
+def test_async_openai_conversation_items_are_guarded() -> None:
+    handler = Recorder()
+    client = guard_openai(openai_client(handler, asynchronous=True))
+
+    async def scenario() -> None:
+        with pytest.raises(ContextLeakError):
+            await client.conversations.items.create(
+                "conv_1", items=[{"role": "user", "content": raw()}]
+            )
+        with pytest.raises(ContextLeakError):
+            await client.responses.compact(model="gpt-4.1", input=raw())
+
+    asyncio.run(scenario())
+    assert handler.requests == []

@@ -1,15 +1,18 @@
-"""Client wrappers: every create call of an ``openai`` or ``anthropic`` client is checked first.
+"""Client wrappers: every call of an ``openai`` or ``anthropic`` client that sends a
+conversation is checked first.
 
 The wrappers work on the client object the caller already made (sync or async), in place, and
 return it: ``client = guard_openai(OpenAI())``. Nothing here imports an SDK; a client is
 recognised by its resources. The guarded methods are every call that sends a conversation:
-``chat.completions.create``/``parse``/``stream``, ``responses.create``/``parse``/``stream`` and
-the legacy ``completions.create`` (OpenAI); ``messages.create``/``stream``/``count_tokens`` and
-``messages.batches.create``, each under ``beta`` too (Anthropic). A batch is checked request by
-request, each as the model call it becomes; so is each prompt of a legacy completion given a
-list of prompts. ``with_raw_response`` views made after guarding wrap the guarded methods, and
-``with_options``/``copy`` return guarded copies. A failed check raises before the SDK builds or
-sends anything.
+``chat.completions.create``/``parse``/``stream``, ``responses.create``/``parse``/``stream``/
+``compact`` and ``responses.input_tokens.count`` (under ``beta`` too), the legacy
+``completions.create``, and ``conversations.create``/``conversations.items.create``, whose
+items enter every later response's context (OpenAI); ``messages.create``/``stream``/
+``count_tokens`` and ``messages.batches.create``, each under ``beta`` too (Anthropic). A batch
+is checked request by request, each as the model call it becomes; so is each prompt of a legacy
+completion given a list of prompts. ``with_raw_response`` views made after guarding wrap the
+guarded methods, and ``with_options``/``copy`` return guarded copies. A failed check raises
+before the SDK builds or sends anything.
 
 An argument given as a one-shot iterator (``messages=(m for m in history)``, which the SDKs
 accept) is turned into a list first, and that list is what is both checked and sent.
@@ -39,10 +42,15 @@ _METHODS = ("create", "parse", "stream")
 _MARK = "__cargohold_guard__"
 
 
-def _request(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    if args:  # the SDKs' create methods take keyword arguments only
+def _request(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], leading: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    # The SDKs' create methods take keyword arguments only, but for an id in the URL
+    # (``conversations.items.create(conversation_id, ...)``): named here, checked and sent
+    # by its name.
+    if len(args) > len(leading):
         raise UsageError("a guarded create call takes keyword arguments only")
-    request = dict(kwargs)
+    request = {**dict(zip(leading, args, strict=False)), **kwargs}
     for key, value in request.items():
         if isinstance(value, Iterator) and not isinstance(value, io.IOBase):
             request[key] = list(value)  # checked and sent alike; a generator can be read once
@@ -141,14 +149,16 @@ def _completions(guard: Guard) -> Check:
     return check
 
 
-def _wrap(method: Callable[..., Any], check: Check, guard: Guard) -> Callable[..., Any]:
+def _wrap(
+    method: Callable[..., Any], check: Check, guard: Guard, leading: tuple[str, ...] = ()
+) -> Callable[..., Any]:
     if getattr(method, _MARK, None) is not None:
         return method
     if inspect.iscoroutinefunction(inspect.unwrap(method)):
 
         @functools.wraps(method)
         async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-            request = _request(args, kwargs)
+            request = _request(args, kwargs, leading)
             check(request)
             return await method(**request)
 
@@ -157,7 +167,7 @@ def _wrap(method: Callable[..., Any], check: Check, guard: Guard) -> Callable[..
 
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        request = _request(args, kwargs)
+        request = _request(args, kwargs, leading)
         check(request)
         return method(**request)
 
@@ -165,14 +175,35 @@ def _wrap(method: Callable[..., Any], check: Check, guard: Guard) -> Callable[..
     return guarded
 
 
-def _patch(resource: Any, check: Check, guard: Guard, names: Sequence[str] = _METHODS) -> int:
+def _patch(
+    resource: Any,
+    check: Check,
+    guard: Guard,
+    names: Sequence[str] = _METHODS,
+    leading: tuple[str, ...] = (),
+) -> int:
     patched = 0
     for name in names:
         method = getattr(resource, name, None)
         if callable(method):
-            setattr(resource, name, _wrap(method, check, guard))
+            setattr(resource, name, _wrap(method, check, guard, leading))
             patched += 1
     return patched
+
+
+def _items(guard: Guard) -> Check:
+    """OpenAI ``conversations.create``/``conversations.items.create``: the items are stored
+    and put into the context of every response of the conversation; judged as Responses input
+    (no model, so no window to check)."""
+    fmt = RequestFormat.OPENAI_RESPONSES
+
+    def check(request: dict[str, Any]) -> None:
+        rest = {k: v for k, v in request.items() if k != "items"}
+        guard.check(rest, format=fmt, check_window=False)
+        if request.get("items") is not None:
+            _checked(guard, fmt, {"input": request["items"]}, ("input", "items"), window=False)
+
+    return check
 
 
 def _resource(client: Any, *path: str) -> Any:
@@ -223,12 +254,24 @@ def _openai(client: Any, guard: Guard) -> Any:
     chat = _resource(client, "chat", "completions")
     if chat is not None:
         patched += _patch(chat, _whole(guard, RequestFormat.OPENAI_CHAT), guard)
-    responses = _resource(client, "responses")
-    if responses is not None:
-        patched += _patch(responses, _whole(guard, RequestFormat.OPENAI_RESPONSES), guard)
+    responses_check = _whole(guard, RequestFormat.OPENAI_RESPONSES)
+    for path in (("responses",), ("beta", "responses")):
+        responses = _resource(client, *path)
+        if responses is not None:
+            # compact sends the conversation to a model; input_tokens.count sends it too
+            patched += _patch(responses, responses_check, guard, (*_METHODS, "compact"))
+            counter = _resource(responses, "input_tokens")
+            if counter is not None:
+                patched += _patch(counter, responses_check, guard, ("count",))
     completions = _resource(client, "completions")
     if completions is not None:
         patched += _patch(completions, _completions(guard), guard, ("create",))
+    conversations = _resource(client, "conversations")
+    if conversations is not None:
+        patched += _patch(conversations, _items(guard), guard, ("create",))
+        items = _resource(conversations, "items")
+        if items is not None:
+            patched += _patch(items, _items(guard), guard, ("create",), ("conversation_id",))
     if not patched:
         raise UsageError("guard_openai needs an openai.OpenAI or openai.AsyncOpenAI client")
     _patch_copies(client, _openai, guard)
