@@ -38,6 +38,7 @@ if _typing.TYPE_CHECKING:
         UsageError,
     )
     from cargohold._events import (
+        CompactOutcome,
         CompressOutcome,
         ContentKind,
         DecisionEvent,
@@ -74,6 +75,7 @@ if _typing.TYPE_CHECKING:
     from cargohold._tokens import estimate_tokens
     from cargohold._tools import ReadToolset, ToolAnswer
     from cargohold._toolspecs import ToolSpec
+    from cargohold.compact import CompactionPolicy, CompactionReport
     from cargohold.guard import (
         ContextLeakError,
         ContextWindowExceededError,
@@ -113,6 +115,9 @@ _EXPORTS: dict[str, str] = {
     "ChangeOp": "cargohold.working",
     "Checkpoint": "cargohold.working",
     "CheckpointError": "cargohold.working",
+    "CompactOutcome": "cargohold._events",
+    "CompactionPolicy": "cargohold.compact",
+    "CompactionReport": "cargohold.compact",
     "CompressOutcome": "cargohold._events",
     "CompressionRequest": "cargohold.working",
     "Compressor": "cargohold.working",
@@ -215,6 +220,9 @@ __all__ = [
     "ChangeOp",
     "Checkpoint",
     "CheckpointError",
+    "CompactOutcome",
+    "CompactionPolicy",
+    "CompactionReport",
     "CompressOutcome",
     "CompressionRequest",
     "Compressor",

@@ -32,6 +32,10 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
                                                                  CARGOHOLD_REF_ARGUMENTS
     upstream_timeout = 60   (MCP proxy: seconds an upstream request may take)
                                                               CARGOHOLD_UPSTREAM_TIMEOUT
+    compaction_trigger_tokens = 100000   compaction_keep_last = 3
+    compaction_clear_at_least = 20000    compaction_min_result_bytes = 1024
+    compaction_exclude_tools = ["memory"]   compaction_clear_tool_inputs = false
+                                                  CARGOHOLD_COMPACTION_TRIGGER_TOKENS ...
 """
 
 from __future__ import annotations
@@ -326,6 +330,13 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "tool_dispositions": (_dispositions, {}),
     "ref_arguments": (_names, ()),
     "upstream_timeout": (_positive(_number), 60.0),
+    # Hold.compact's default CompactionPolicy (cargohold.compact: the defaults are its own)
+    "compaction_trigger_tokens": (_positive(_integer), 100_000),
+    "compaction_keep_last": (_not_negative, 3),
+    "compaction_clear_at_least": (_not_negative, 20_000),
+    "compaction_exclude_tools": (_names, ()),
+    "compaction_clear_tool_inputs": (_boolean, False),
+    "compaction_min_result_bytes": (_not_negative, 1024),
 }
 """Every configuration key: its check (which also converts environment text) and its default.
 
@@ -394,6 +405,9 @@ class Settings:
         ref_arguments: Tools (of an MCP proxy's upstream) whose ``artifact://`` arguments are
             resolved to the artifact's exact content for that call.
         upstream_timeout: Seconds an MCP proxy waits for its upstream server's answer.
+        compaction_trigger_tokens: :meth:`~cargohold.Hold.compact`'s default trigger (see
+            :class:`cargohold.CompactionPolicy`, whose fields the other ``compaction_*``
+            settings are too).
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -417,6 +431,12 @@ class Settings:
     tool_dispositions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     ref_arguments: tuple[str, ...] = ()
     upstream_timeout: float = 60.0
+    compaction_trigger_tokens: int = 100_000
+    compaction_keep_last: int = 3
+    compaction_clear_at_least: int = 20_000
+    compaction_exclude_tools: tuple[str, ...] = ()
+    compaction_clear_tool_inputs: bool = False
+    compaction_min_result_bytes: int = 1024
     blobs: str | None = dataclasses.field(default=None, repr=False)
     blobs_threshold: int = 64 * 1024
     source: Path | None = None
@@ -665,6 +685,12 @@ def load_settings(
         tool_dispositions=dict(model["tool_dispositions"]),
         ref_arguments=model["ref_arguments"],
         upstream_timeout=model["upstream_timeout"],
+        compaction_trigger_tokens=model["compaction_trigger_tokens"],
+        compaction_keep_last=model["compaction_keep_last"],
+        compaction_clear_at_least=model["compaction_clear_at_least"],
+        compaction_exclude_tools=model["compaction_exclude_tools"],
+        compaction_clear_tool_inputs=model["compaction_clear_tool_inputs"],
+        compaction_min_result_bytes=model["compaction_min_result_bytes"],
         blobs=model["blobs"],
         blobs_threshold=model["blobs_threshold"],
         source=source,

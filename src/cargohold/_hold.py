@@ -43,6 +43,7 @@ from cargohold._stub import Budget
 from cargohold._tools import ReadToolset, ToolAnswer
 
 if TYPE_CHECKING:
+    from cargohold.compact import CompactionPolicy, CompactionReport
     from cargohold.guard import Guard, GuardReport
     from cargohold.projection import ProjectionClass
     from cargohold.store import StoreBackend
@@ -428,6 +429,59 @@ class Hold:
         """
         return self.edge_guard.check(request, format=format, model=model)
 
+    def compact(
+        self,
+        request: Any,
+        *,
+        format: str,
+        policy: CompactionPolicy | None = None,
+    ) -> tuple[Any, CompactionReport]:
+        """Clear old tool results from a long conversation, losslessly (see
+        :mod:`cargohold.compact` and ``docs/compaction.md``).
+
+        Once the request's estimated tokens reach the policy's trigger, the tool results
+        before the newest ``keep_last`` are stored through this hold's offloader (whatever
+        their size; the store, scope, TTL and secrets policy of any offload) and replaced by
+        compact stubs that keep the reference, the tool's name and the call's id. Same
+        request, same bytes out; nothing before the last compaction point is rewritten, so
+        between compactions each request extends the previous one byte for byte. The input
+        is never mutated; the returned request shares the messages it did not change with it
+        (and is the input itself when nothing was cleared).
+
+        Args:
+            request: The request as the client sends it (Chat Completions or Responses
+                ``create`` arguments, Anthropic ``messages.create`` arguments), or a list of
+                LangChain messages (or a mapping whose ``messages`` key holds one).
+            format: ``openai-chat``, ``openai-responses``, ``anthropic`` or ``langchain``.
+            policy: The policy; the configured one (``compaction_*`` settings) when omitted.
+
+        Returns:
+            The compacted request and a :class:`cargohold.CompactionReport`.
+
+        Raises:
+            UsageError: an unknown format, or one compaction does not read.
+        """
+        from cargohold.compact import CompactionPolicy, compact_request
+
+        if policy is None:
+            policy = CompactionPolicy.from_settings(self._shared.settings)
+        return compact_request(
+            request,
+            format=format,
+            policy=policy,
+            offloader=self._offloader,
+            reporter=self._reporter,
+            key=self._marker_key(),
+        )
+
+    def _marker_key(self) -> bytes | None:
+        """The store's marker key; ``None`` when the store cannot give it (then no stub is
+        trusted, and no result can be stored either: nothing is cleared)."""
+        try:
+            return self._scoped.marker_key()
+        except StoreError:
+            return None
+
     @property
     def edge_guard(self) -> Guard:
         """The guard :meth:`guard` runs: this hold's thresholds (per tool too), margin, model
@@ -553,6 +607,16 @@ class Hold:
     ) -> ToolAnswer:
         """:meth:`call_tool` on the worker pool."""
         return await self.arun(self.call_tool, name, arguments)
+
+    async def acompact(
+        self,
+        request: Any,
+        *,
+        format: str,
+        policy: CompactionPolicy | None = None,
+    ) -> tuple[Any, CompactionReport]:
+        """:meth:`compact` on the worker pool (it writes to the store)."""
+        return await self.arun(self.compact, request, format=format, policy=policy)
 
     async def aguard(self, request: Any, *, format: str, model: str | None = None) -> GuardReport:
         """:meth:`guard` on the worker pool (a near-limit request may load the tokenizer)."""

@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 
 from cargohold._errors import UsageError
 from cargohold._marks import check_key, same, tag
 from cargohold._ref import PREFIX, Ref
-from cargohold._text import utf8_len
-from cargohold._tokens import Family, body_tokens, family_of
+from cargohold._text import cut_utf8, fit, looks_textual, utf8_len
+from cargohold._tokens import Family, body_tokens, estimate_tokens, family_of
 from cargohold.projection import Detection, Projection, ProjectionClass, detect, project
 
 MARKER = "[cargohold]"
@@ -108,12 +109,15 @@ class ReadTools:
         lines: Line-range read ``(ref, start_line, end_line)``.
         grep: Regular-expression search ``(ref, pattern)``.
         query: JMESPath query on JSON ``(ref, expression)``.
+        search: Ranked full-text search over the scope's artifacts ``(query)``: the way back
+            to a result cleared by compaction (named in compact stubs only).
     """
 
     read: str = "artifact_read"
     lines: str = "artifact_read_lines"
     grep: str = "artifact_grep"
     query: str = "artifact_query"
+    search: str = "artifact_search"
 
     def hint(self, *, json_like: bool, binary: bool = False) -> str:
         """The stub's "read more" line: the tools that answer for this body.
@@ -354,18 +358,160 @@ def render_notice(
     )
 
 
+COMPACT_STUB_BYTES = 512
+"""The most a compact stub (:func:`render_compact_stub`) takes, in UTF-8 bytes.
+
+Sized for old results: a long run carries dozens of them at once, so each must cost about a
+hundred tokens (the reference alone is about forty), not the kilobytes of a stub that stands
+for a fresh result the model is about to read."""
+
+_COMPACT_WHAT = {"result": "cleared tool result", "input": "cleared tool input"}
+_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
+_PREVIEW_BYTES = 96
+
+
+def _first_line(data: bytes, limit: int) -> str:
+    """The first non-blank line of a text body, cut to ``limit`` bytes on a character edge,
+    shown as a JSON string (quotes and control characters escaped: one line, whatever it
+    holds); empty for a binary body."""
+    if not looks_textual(data):
+        return ""
+    for raw in data[:4096].splitlines():
+        line = raw.strip()
+        if line:
+            text = cut_utf8(line, limit).decode("utf-8", "replace")
+            if len(text.encode("utf-8", "surrogatepass")) < len(line):
+                text += "..."
+            return json.dumps(text, ensure_ascii=False)
+    return ""
+
+
+def render_compact_stub(
+    data: bytes,
+    ref: Ref,
+    *,
+    media_type: str,
+    tool: str | None = None,
+    call_id: str | None = None,
+    what: str = "result",
+    read_tools: ReadTools = DEFAULT_READ_TOOLS,
+    key: bytes | None = None,
+    size: int | None = None,
+) -> Stub:
+    """Render the compact stub of an old tool result (or tool input) cleared by compaction.
+
+    A genuine ``light`` stub (:func:`parse_stub` accepts it, so does the guard) of at most
+    :data:`COMPACT_STUB_BYTES`: the reference, the tool's name and the call's id (when they
+    are short identifiers), size, media type and an estimate of the tokens, the body's first
+    line (at most 96 bytes, verbatim, as a JSON string), and the read tools, search first::
+
+        [cargohold] artifact://sha256/<64 hex>
+        cleared tool result | tool read_file | call toolu_01 | text/x-python | 24,310 bytes | about 5,654 tokens
+        first line: "import os"
+        find it: artifact_search(query) | read it: artifact_read(ref, offset, length) | ...
+        [cargohold] end of stub | budget light | check 1a2b3c4d5e6f7a8b
+
+    The bytes must already be stored under ``ref``. Same bytes, same facts, same key: the same
+    stub, byte for byte (the tokens are the calibrated estimate of the media type's family,
+    not a tokenizer's count, so an install with or without one gives the same text).
+
+    Args:
+        data: The exact stored bytes.
+        ref: Their reference.
+        media_type: The normalized media type.
+        tool: The producing tool's name.
+        call_id: The tool call's id (``tool_call_id``, ``tool_use_id``, ``call_id``).
+        what: ``result`` (a tool's result) or ``input`` (the arguments of a tool call).
+        read_tools: The read tool names the surface offers.
+        key: The store's marker key (see :func:`render_stub`).
+        size: The body's whole size when ``data`` is only its head (the artifact of a stub
+            or segment already in the conversation, read in part: the kind, the token family
+            and the first line come from the head).
+    """  # noqa: E501 - the example line is the format, unbroken
+    if what not in _COMPACT_WHAT:
+        raise UsageError("a compact stub is of a result or an input")
+    secret = None if key is None else check_key(key)
+    found = detect(data, media_type=media_type)  # from the head: no parse of the body
+    family = family_of(found.kind, media_type, found.detail)
+    size = len(data) if size is None else size
+    tokens = estimate_tokens(size, family)
+    facts = [_COMPACT_WHAT[what]]
+    if tool and _TOOL_NAME.fullmatch(tool):
+        facts.append(f"tool {tool}")
+    if call_id and _CALL_ID.fullmatch(call_id):
+        facts.append(f"call {call_id}")
+    shown_type = fit(media_type, 80)
+    facts += [shown_type, f"{size:,} bytes", f"about {tokens:,} tokens"]
+    tools = read_tools
+    hint = (
+        f"find it: {tools.search}(query) | read it: {tools.read}(ref, offset, length) | "
+        f"{tools.lines}(ref, start_line, end_line) | {tools.grep}(ref, pattern)\n"
+    )
+    head = f"{MARKER} {ref}\n{' | '.join(facts)}\n"
+    closing = f"{MARKER} end of stub | budget {Budget.LIGHT.label} | check "
+    room = COMPACT_STUB_BYTES - utf8_len(head) - utf8_len(hint) - utf8_len(closing) - 16
+    line = _first_line(data, min(_PREVIEW_BYTES, room - 20))
+    preview = f"first line: {line}\n" if line and utf8_len(line) + 13 <= room else ""
+    body = head + preview + hint
+    text = f"{body}{closing}{_check(body, secret)}"
+    if utf8_len(text) > COMPACT_STUB_BYTES:  # fixed parts and bounded facts: never
+        raise AssertionError("compact stub over its size")
+    projection = Projection(found.kind, found.classification, preview, found.detail)
+    return Stub(
+        text=text,
+        ref=ref,
+        size=size,
+        media_type=media_type,
+        tool=tool,
+        complete=True,
+        estimated_tokens=tokens,
+        budget=Budget.LIGHT,
+        projection=projection,
+        read_tools=read_tools,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactStubInfo:
+    """What a genuine compact stub says about itself."""
+
+    ref: Ref
+    what: str
+    """``result`` or ``input``."""
+
+
+def parse_compact_stub(text: str, *, key: bytes | None = None) -> CompactStubInfo | None:
+    """The reference and kind of ``text`` if it is a genuine compact stub
+    (:func:`render_compact_stub`) under ``key``, else ``None``."""
+    if not text.startswith(MARKER + " " + PREFIX) or utf8_len(text) > COMPACT_STUB_BYTES:
+        return None
+    info = parse_stub(text, key=key)
+    if info is None or info.budget is not Budget.LIGHT:
+        return None
+    second = text.split("\n", 2)[1]
+    for what, label in _COMPACT_WHAT.items():
+        if second == label or second.startswith(label + " | "):
+            return CompactStubInfo(info.ref, what)
+    return None
+
+
 __all__ = [
+    "COMPACT_STUB_BYTES",
     "DEFAULT_READ_TOOLS",
     "MARKER",
     "STUB_FLOOR",
     "STUB_SHARE",
     "Budget",
+    "CompactStubInfo",
     "Projection",
     "ProjectionClass",
     "ReadTools",
     "Stub",
     "StubInfo",
+    "parse_compact_stub",
     "parse_stub",
+    "render_compact_stub",
     "render_notice",
     "render_stub",
     "stub_limit",
