@@ -21,7 +21,7 @@ from cargohold.cli._context import get_app
 from cargohold.cli._exit import REHYDRATE_EXIT, ExitCode
 from cargohold.cli._output import escape_controls, json_text, write_bytes, write_text
 from cargohold.cli._progress import Busy
-from cargohold.cli._render import guess_media_type, human_bytes, outcome_message
+from cargohold.cli._render import guess_media_type, human_bytes, outcome_message, program
 
 if TYPE_CHECKING:
     from cargohold._offload import OffloadResult
@@ -68,14 +68,14 @@ def _refusal_line(result: RehydrateResult, fits: list[str] | None, asked: str) -
     """
     size = f"{result.size:,} bytes" if result.size is not None else "its bytes"
     if result.outcome.value == "unsupported":
-        page = f", or `cargohold read {result.ref} {' '.join(fits)}` (base64)" if fits else ""
+        me = program()
+        page = f", or `{me} read {result.ref} {' '.join(fits)}` (base64)" if fits else ""
         return (
             f"cargohold: error: {result.ref} is binary ({size}): it has no lines to show or "
-            f"search (unsupported); read its bytes with `cargohold cat {result.ref}` (exact)"
-            f"{page}"
+            f"search (unsupported); read its bytes with `{me} cat {result.ref}` (exact){page}"
         )
     if result.outcome.value == "out_of_range":
-        count = getattr(result, "lines", None)
+        count = result.lines
         holds = f"{count:,} lines ({size})" if asked.startswith("--lines") and count else size
         if fits:
             last = f"the last part that fits: {' '.join(fits)}"
@@ -124,7 +124,7 @@ def _finish_read(
                 "ref": str(result.ref),
                 "span": result.span,
                 "size": result.size,
-                "lines": getattr(result, "lines", None),
+                "lines": result.lines,
                 "answer_bytes": result.answer_bytes,
                 "budget": result.budget,
                 "fits": fits,

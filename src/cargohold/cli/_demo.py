@@ -10,12 +10,8 @@ story: nothing a previous run stored is "already stored" in it.
 
 from __future__ import annotations
 
-import os
 import random
 import secrets
-import shlex
-import shutil
-import sys
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -23,6 +19,7 @@ import click
 
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import ExitCode
+from cargohold.cli._render import program
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -111,28 +108,6 @@ def clip(line: str, width: int = _LINE_WIDTH) -> str:
     if cut < room // 2:
         cut = room
     return line[:cut].rstrip() + "..."
-
-
-def program() -> str:
-    """How to run this same ``cargohold`` again from the user's shell, pasted as printed.
-
-    ``make demo`` runs ``.venv/bin/cargohold``, which is not on ``PATH``: a suggestion that says
-    plain ``cargohold`` would fail when pasted. The script's own path is given instead (relative
-    to the working directory when it lies below it), unless ``cargohold`` on ``PATH`` is this
-    very script.
-    """
-    argv0 = sys.argv[0] if sys.argv else ""
-    if os.path.basename(argv0) != "cargohold" or not os.path.isfile(argv0):
-        return "cargohold"  # run some other way (python -m, a test runner): the usual name
-    found = shutil.which("cargohold")
-    if found is not None and os.path.samefile(found, argv0):
-        return "cargohold"
-    path = os.path.abspath(argv0)
-    relative = os.path.relpath(path)
-    shown = relative if not relative.startswith("..") else path
-    if os.sep not in shown:
-        shown = os.path.join(".", shown)  # a bare name would be looked up on PATH
-    return shlex.quote(shown)
 
 
 def _stub_excerpt(console: Console, text: str) -> None:

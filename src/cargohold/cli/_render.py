@@ -1,9 +1,12 @@
-"""Plain formatting shared by the commands: sizes, times, records as dicts. No rich here."""
+"""Plain formatting shared by the commands: sizes, times, records as dicts, the media type a
+put names, and how to spell a command the user can paste. No rich here."""
 
 from __future__ import annotations
 
 import datetime as dt
 import mimetypes
+import os
+import sys
 from typing import Any
 
 from cargohold._records import ArtifactRecord, ReadOutcome
@@ -154,3 +157,28 @@ def fitting_media_type(data: bytes, *, name: str | None, kind: str | None) -> st
     if sniffed is not None:
         return sniffed
     return "text/plain" if textual and data else "application/octet-stream"
+
+
+def program() -> str:
+    """How to run this same ``cargohold`` again from the user's shell, pasted as printed.
+
+    ``make demo`` runs ``.venv/bin/cargohold``, which is not on ``PATH``: a suggestion that says
+    plain ``cargohold`` would fail when pasted. The script's own path is given instead (relative
+    to the working directory when it lies below it), unless ``cargohold`` on ``PATH`` is this
+    very script.
+    """
+    import shlex  # only when a command is suggested: not at every start of `put`
+    import shutil
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) != "cargohold" or not os.path.isfile(argv0):
+        return "cargohold"  # run some other way (python -m, a test runner): the usual name
+    found = shutil.which("cargohold")
+    if found is not None and os.path.samefile(found, argv0):
+        return "cargohold"
+    path = os.path.abspath(argv0)
+    relative = os.path.relpath(path)
+    shown = relative if not relative.startswith("..") else path
+    if os.sep not in shown:
+        shown = os.path.join(".", shown)  # a bare name would be looked up on PATH
+    return shlex.quote(shown)
