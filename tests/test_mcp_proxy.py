@@ -43,6 +43,7 @@ from cargohold._secrets import find_secrets  # noqa: E402
 from cargohold._toolspecs import SPECS  # noqa: E402
 from mcp_fixtures import (  # noqa: E402
     HEAVY_SERVER,
+    MARKER,
     STUB_BUDGET,
     Connected,
     child_env,
@@ -129,6 +130,32 @@ def test_json_sent_as_text_and_as_structured_content_is_stored_once(proxied: Con
     body = proxied.read_all(ref)
     assert json.loads(body) == heavy_server.page(3000).model_dump()
     assert ref.endswith(hashlib.sha256(body).hexdigest())
+
+
+def test_heavy_structured_content_beside_a_small_text_becomes_the_stubs_structured_form(
+    proxied: Connected,
+) -> None:
+    rows = 3000
+    result = proxied.call("summarized_rows", {"rows": rows})
+
+    summary, stub, link = result.content
+    assert summary == TextContent(text=heavy_server.summary_of(rows))  # small: as it came
+    assert isinstance(stub, TextContent)
+    assert stub.text.startswith(MARKER)
+    assert len(stub.text.encode()) <= STUB_BUDGET
+    assert isinstance(link, ResourceLink)
+    body = proxied.read_all(str(link.uri))
+    assert json.loads(body) == heavy_server.page(rows).model_dump()
+    assert result.structured_content == {
+        "cargohold": {
+            "outcome": "offloaded",
+            "reason": "at_or_above_threshold",
+            "ref": str(link.uri),
+            "size": len(body),
+            "media_type": "application/json",
+        }
+    }
+    assert str(link.uri) == "artifact://sha256/" + hashlib.sha256(body).hexdigest()
 
 
 def test_an_output_schema_is_widened_so_the_stub_validates_against_it(proxied: Connected) -> None:
