@@ -226,7 +226,9 @@ class _Functions(functions.Functions):
         elif function_name == "to_string" and len(resolved_args) == 1:
             arg = resolved_args[0]
             if not isinstance(arg, str):
-                interpreter.grow(serialized_at_least(arg, interpreter.max_string))
+                # measured no further than what could still be afforded: the walk is bounded too
+                room = min(interpreter.max_string, interpreter.left * STRING_BYTES_PER_STEP)
+                interpreter.grow(serialized_at_least(arg, max(room, 0)))
         return super().call_function(function_name, resolved_args)
 
 
@@ -251,6 +253,11 @@ class _Interpreter(TreeInterpreter):
             self._next_check = self._left - _CHECK_EVERY
             if time.monotonic() > self._deadline:
                 raise QueryLimit("time")
+
+    @property
+    def left(self) -> int:
+        """Steps still allowed."""
+        return self._left
 
     def grow(self, length: int) -> None:
         """A string of about ``length`` characters is about to be built."""
