@@ -1188,3 +1188,58 @@ def test_du_shows_a_tenant_its_own_figures_and_the_whole_store_only_when_asked(
     assert "store" not in after
     assert (after["tenant"]["objects"], after["tenant"]["bytes"]) == (1, 10)
     assert (operator["store"]["objects"], operator["store"]["bytes"]) == (3, 1033)
+
+
+# -- clear errors for an operator -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        (lambda tmp: Path("/proc/nope"), "does not exist"),
+        (lambda tmp: tmp / "a-file" / "store", "is a file, not a directory"),
+    ],
+    ids=["proc", "file-in-the-way"],
+)
+def test_a_root_that_cannot_be_made_says_why_and_gives_the_path_apart_from_the_message(
+    tmp_path: Path, where: Callable[[Path], Path], why: str
+) -> None:
+    (tmp_path / "a-file").write_bytes(b"")
+    root = where(tmp_path)
+
+    with pytest.raises(StoreUnavailableError) as raised:
+        LocalStore(root)
+
+    assert why in str(raised.value)  # the message is the behaviour here: it says why
+    assert getattr(raised.value, "path", None) == str(root)
+    assert str(root) not in str(raised.value)
+    assert "Errno" not in str(raised.value)
+
+
+def test_verify_gives_an_unknown_entrys_place_under_the_root_and_never_the_root(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    _stored(local_store, b"a real artifact")
+    (store_root / "objects" / "README.txt").write_bytes(b"not ours")
+    (store_root / "staging" / "a-dir").mkdir(mode=0o700)
+
+    found = {f.path for f in local_store.verify() if f.kind == "unknown"}
+
+    assert found == {os.path.join("objects", "README.txt"), os.path.join("staging", "a-dir")}
+    assert all(str(store_root) not in repr(f) for f in local_store.verify())
+
+
+def test_cargohold_verify_prints_where_an_unknown_entry_lies(store_root: Path) -> None:
+    from click.testing import CliRunner
+
+    from cargohold.cli import cli
+
+    with _opened(store_root, FakeClock()) as store:
+        _stored(store, b"a real artifact")
+    (store_root / "objects" / "README.txt").write_bytes(b"not ours")
+
+    done = CliRunner().invoke(cli, ["--store", str(store_root), "verify"], catch_exceptions=False)
+
+    assert done.exit_code == 1
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("unknown")]
+    assert line.endswith("(objects/README.txt)")

@@ -322,11 +322,14 @@ class Finding:
         kind: One of the codes above.
         digest: The digest concerned, when there is one.
         detail: A short, path-free explanation.
+        path: Where the entry lies under the store's root, for an operator (``cargohold
+            verify``); ``None`` when the backend names none. Never the root, never in the repr.
     """
 
     kind: str
     digest: str | None
     detail: str
+    path: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -580,21 +580,26 @@ def verify(as_json: bool) -> None:
         findings = app.store.verify(progress=bar)
     blobs = bar.total or app.store.store_usage().objects
     damage = sum(1 for f in findings if f.kind not in _HOUSEKEEPING)
-    rows = [
-        {
+    # An entry's place under the store's root, where the backend says (an operator's command:
+    # the root is the one they named; no event or model-facing answer carries it).
+    rows: list[dict[str, str | None]] = []
+    for f in findings:
+        row = {
             "kind": f.kind,
             "ref": None if f.digest is None else f"artifact://sha256/{f.digest}",
             "detail": f.detail,
         }
-        for f in findings
-    ]
+        if f.path:  # where the entry lies under the root, when the backend says
+            row["path"] = f.path
+        rows.append(row)
     if as_json:
         _echo_json({"clean": not findings, "damaged": damage > 0, "blobs": blobs, "findings": rows})
     elif not findings:
         click.echo(f"clean: {_plural(blobs, 'blob')} verified, nothing wrong")
     else:
         for row in rows:
-            click.echo(f"{row['kind']:<12} {_dash(row['ref']):<82} {row['detail']}")
+            where = f" ({row['path']})" if row.get("path") else ""
+            click.echo(f"{row['kind']:<12} {_dash(row['ref']):<82} {row['detail']}{where}")
         summary = f"{damage:,} damaged" if damage else "housekeeping only, no damage"
         click.echo(f"{_plural(len(rows), 'finding')} ({summary}); nothing was deleted", err=True)
     if damage:

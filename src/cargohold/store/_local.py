@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import functools
 import hashlib
@@ -179,6 +180,41 @@ _TENANT_USAGE = "SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE tenant
 """A tenant's distinct blobs and bytes (the blobs' primary key starts with the tenant)."""
 
 
+class StoreRootError(StoreUnavailableError):
+    """The local store's root cannot be made or opened; the message says why.
+
+    Attributes:
+        path: The root as it was given. Never in the message (no message names a store path);
+            the command line shows it beside the message, since the person who typed the path
+            may see it.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+_ROOT_CAUSES = {
+    errno.ENOENT: "a directory on its path does not exist and cannot be made there",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "the operation is not permitted there",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOTDIR: "a part of its path is a file, not a directory",
+    errno.ENOSPC: "no space is left on the device",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.ELOOP: "its path holds a symlink loop or a symlink where none is allowed",
+    errno.ENAMETOOLONG: "its path is too long",
+}
+
+
+def _root_cause(exc: OSError) -> str:
+    """Why the root cannot be used, in words of this module (an OSError's text names paths)."""
+    why = _ROOT_CAUSES.get(exc.errno or 0) or (
+        os.strerror(exc.errno) if exc.errno else "an I/O error"
+    )
+    return f"the local store's directory cannot be made or opened: {why}"
+
+
 def default_root() -> Path:
     """The embedded default store's root: ``cargohold`` under the user's XDG cache directory."""
     import platformdirs
@@ -268,8 +304,8 @@ class LocalStore:
         self._clock = clock
         self._lock = threading.RLock()
         self._pool: ThreadPoolExecutor | None = None
-        with _translated():
-            root_path = Path(default_root() if root is None else root).expanduser()
+        root_path = Path(default_root() if root is None else root).expanduser()
+        try:
             _mkdir_private(root_path)
             self._root = Path(os.path.realpath(root_path))
             self._objects = self._root / "objects"
@@ -280,6 +316,11 @@ class LocalStore:
             index = self._root / "index.sqlite3"
             # SQLite gives its -wal and -shm files the database file's mode: create it 0600 first.
             os.close(os.open(index, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600))
+        except OSError as exc:
+            raise StoreRootError(_root_cause(exc), path=str(root_path)) from exc
+        except StoreError as exc:
+            raise StoreRootError(str(exc), path=str(root_path)) from exc
+        with _translated():
             self._db = sqlite3.connect(
                 index, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
@@ -1015,7 +1056,9 @@ class LocalStore:
                 if state == "leftover":
                     findings.append(Finding("staging", None, "a staged file of a write that died"))
                 elif state == "unknown":
-                    findings.append(Finding("unknown", None, "an entry the store did not make"))
+                    findings.append(
+                        _unknown("an entry the store did not make", os.path.join("staging", name))
+                    )
         try:
             _read_key(os.path.join(self._root, _KEY_FILE))
         except StoreError:
@@ -1084,12 +1127,14 @@ class LocalStore:
                     continue  # collected since the walk listed it
                 well_formed = len(rel) == 2 and len(digest) == 64 and set(digest) <= _HEX
                 if not (well_formed and regular):
-                    findings.append(Finding("unknown", None, "an entry the store did not make"))
+                    where = os.path.join("objects", *rel, name)
+                    findings.append(_unknown("an entry the store did not make", where))
                 elif digest not in known.get(rel[0], set()) and self._unnamed(rel[0], digest):
                     findings.append(Finding("orphan", digest, "bytes no record names"))
             for name in list(dirnames):
                 if os.path.islink(os.path.join(dirpath, name)):
-                    findings.append(Finding("unknown", None, "a symlink in the store"))
+                    where = os.path.join("objects", *rel, name)
+                    findings.append(_unknown("a symlink in the store", where))
                     dirnames.remove(name)
         return findings
 
@@ -1177,6 +1222,13 @@ def _absent(db: sqlite3.Connection, scope: Scope, ref: Ref) -> ReadResult:
         (scope.tenant, ref.digest),
     ).fetchone()
     return ReadResult(ReadOutcome.UNAUTHORIZED if other else ReadOutcome.MISSING, ref)
+
+
+def _unknown(detail: str, where: str) -> Finding:
+    """An ``unknown`` finding with the entry's path relative to the root: the root itself is
+    never named, the entry's place under it is what an operator needs to look at it (a tenant
+    key or a digest prefix names no owner)."""
+    return Finding("unknown", None, detail, path=where)
 
 
 def _listdir(path: str) -> list[str]:

@@ -539,6 +539,10 @@ class PostgresStore:
         )
         self._closed = False
         try:
+            # One direct connection first: the pool retries a failing server until its
+            # timeout and then says only that it timed out; this fails at once, and says where
+            # and why.
+            _connect(url, timeout).close()
             with _translated():
                 self._pool.open(wait=True, timeout=timeout)
                 with self._pool.connection() as conn:
@@ -1441,13 +1445,75 @@ def schema_status(url: str, *, schema: str = migrations.DEFAULT_SCHEMA) -> migra
 
 
 def _connect(url: str, timeout: float = 30.0) -> _Conn:
+    """A direct connection to ``url``.
+
+    Raises:
+        ConfigError: a URL psycopg cannot parse.
+        StoreUnavailableError: the server cannot be reached or refuses the connection; the
+            message names the host, the port and the cause (never the password, the user or
+            the database, nor libpq's own text).
+    """
     try:
-        psycopg.conninfo.conninfo_to_dict(url)
+        params = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error as exc:
         raise ConfigError("the PostgreSQL store URL cannot be parsed") from exc
-    return psycopg.connect(
-        url,
-        autocommit=True,
-        connect_timeout=max(2, int(timeout)),
-        application_name="cargohold",
-    )
+    wait = max(1, min(int(timeout), 30))
+    try:
+        return psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=wait,
+            application_name="cargohold",
+        )
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailableError(
+            f"the PostgreSQL store at {_where(params)} cannot be reached: {_cause(exc, wait)}"
+        ) from exc
+    except psycopg.Error as exc:
+        raise _translate(exc) from exc
+
+
+def _where(params: dict[str, Any]) -> str:
+    """``host:port`` as the URL (or libpq's environment and defaults) names them."""
+    import os
+
+    host = str(params.get("host") or params.get("hostaddr") or os.environ.get("PGHOST") or "")
+    port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+    if not host or host.startswith("/"):
+        return f"the local socket (port {port})"  # a socket directory is a path: not shown
+    return f"{host}:{port}"
+
+
+_CAUSES = (
+    (("connection refused",), "the connection was refused (is the server running there?)"),
+    (
+        ("could not translate host name", "name or service not known", "nodename nor servname"),
+        "the host name does not resolve",
+    ),
+    (("no route to host",), "no route to the host"),
+    (("network is unreachable",), "the network is unreachable"),
+    (
+        ("password authentication failed", "authentication failed", "no password supplied"),
+        "the server refused the credentials (check the user and password)",
+    ),
+    (("pg_hba.conf",), "the server does not accept connections from this host or user"),
+    (("does not exist",), "the database or role does not exist"),
+    (("no such file or directory",), "no server is listening on that socket"),
+    (
+        ("too many clients", "starting up", "shutting down", "in recovery mode"),
+        "the server is not accepting connections now",
+    ),
+    (("ssl", "certificate"), "the TLS handshake failed"),
+)
+"""libpq's messages, matched in lower case, and what cargohold says instead: its text names
+users, databases and socket paths, so it is never shown."""
+
+
+def _cause(exc: psycopg.Error, wait: int) -> str:
+    text = str(exc).lower()
+    if "timeout expired" in text or "timed out" in text:
+        return f"no answer within {wait} s"
+    for needles, cause in _CAUSES:
+        if any(needle in text for needle in needles):
+            return cause
+    return "the connection failed"
