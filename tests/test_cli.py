@@ -634,6 +634,26 @@ def test_put_over_the_artifact_limit_exits_8_and_stores_nothing(
     assert [r["ref"] for r in listed] == [str(cargohold.Ref.of(b"y" * 10))]
 
 
+def test_put_of_a_file_over_the_limit_names_its_real_size_the_limit_and_the_setting(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_MAX_ARTIFACT_BYTES", "1000")
+    big = tmp_path / "big.log"
+    big.write_bytes(b"z" * 27_000)
+
+    from_file = run(root, "put", str(big))
+    from_stream = run(root, "put", "-", input=b"z" * 27_000)
+
+    assert from_file.exit_code == from_stream.exit_code == ExitCode.REJECTED
+    assert from_file.stdout == from_stream.stdout == ""
+    assert "27,000 bytes" in from_file.stderr  # the real size, not the limit plus one
+    for result in (from_file, from_stream):
+        assert "1,000" in result.stderr
+        assert "max_artifact_bytes" in result.stderr  # the setting that raises it
+        assert len(result.stderr.splitlines()) == 1
+    assert json_out(run(root, "ls", "--json")) == []
+
+
 def test_put_over_the_session_quota_exits_8(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CARGOHOLD_SESSION_OBJECTS", "1")
     put(root, b"first")

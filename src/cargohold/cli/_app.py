@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import errno
 import importlib
+import io
+import os
+import stat
 import time
 from collections.abc import Sequence
 from typing import IO, Any
@@ -17,7 +20,7 @@ import click
 
 from cargohold import __version__
 from cargohold._errors import InvalidScopeError, LimitExceededError
-from cargohold._records import ArtifactRecord, Sensitivity
+from cargohold._records import ArtifactRecord, Limits, Sensitivity
 from cargohold._scope import check_part
 from cargohold.cli._context import App, fail_outcome, get_app
 from cargohold.cli._exit import EXIT_CODES_HELP, ExitCode, error_line, exit_code_for
@@ -146,14 +149,30 @@ def cli(
 # -- put ----------------------------------------------------------------------------------------
 
 
-def _read_input(handle: IO[bytes], limit: int) -> bytes:
-    # Read one byte past the limit, never the whole of an oversized input.
+def _read_input(handle: IO[bytes], limits: Limits) -> bytes:
+    """The whole input, or a typed refusal naming its real size, the limit and the setting.
+
+    One byte past the limit is read, never the whole of an oversized input: a file's real size
+    comes from its metadata; a stream's is not known, so it is said to be more than the limit.
+    """
+    limit = limits.max_artifact_bytes
     data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise LimitExceededError(
-            f"input is over the {limit}-byte limit per artifact", reason="artifact_too_large"
-        )
-    return data
+    if len(data) <= limit:
+        return data
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):  # a stream without a descriptor
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        limits.check_artifact(info.st_size)  # the store's own message: size, limit, setting
+    raise LimitExceededError(
+        f"input is more than {limit:,} bytes (read from a stream, stopped past the limit), over "
+        f"the {limit:,}-byte limit per artifact (raise it with max_artifact_bytes in "
+        "cargohold.toml or CARGOHOLD_MAX_ARTIFACT_BYTES)",
+        reason="artifact_too_large",
+        setting="max_artifact_bytes",
+        limit=limit,
+    )
 
 
 @cli.command()
@@ -201,10 +220,9 @@ def put(
       curl -s https://example.org/data.json | cargohold put - --media-type application/json
     """
     app = get_app()
-    limit = app.settings.limits.max_artifact_bytes
     try:
         with click.open_file(file, "rb") as handle:
-            data = _read_input(handle, limit)
+            data = _read_input(handle, app.settings.limits)
     except OSError as exc:
         # The path is the caller's own argument, not the store's; the OS text is its strerror only.
         reason = exc.strerror or type(exc).__name__
