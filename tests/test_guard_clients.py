@@ -483,7 +483,7 @@ def test_the_guards_default_events_log_is_the_clis() -> None:
     assert guard_log.default_events_path() == default_events_path()
 
 
-def test_a_guard_given_a_reporter_without_sinks_logs_nothing(tmp_path: Path) -> None:
+def test_a_guard_given_a_reporter_without_sinks_logs_nothing() -> None:
     handler = Recorder()
     client = guard_openai(openai_client(handler), reporter=Reporter())
     with pytest.raises(ContextLeakError):
