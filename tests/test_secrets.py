@@ -1368,3 +1368,42 @@ def test_cargohold_put_under_the_reject_policy_stores_nothing_and_exits_8(
         assert store.store_usage() == Usage(0, 0)
     finally:
         store.close()
+
+
+# -- the working context --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("budget", ["light", "balanced", "max"])
+def test_a_worker_output_holding_credentials_is_stored_redacted_and_its_projection_says_so(
+    budget: str, tmp_path: Path
+) -> None:
+    from cargohold import Budget
+    from cargohold.working import WorkingContext
+    from working_fixtures import build_log, open_hold
+
+    log = build_log(3_000)
+    fakes = [_fake("aws_akia", seed=48), _fake("rsa_private_key", seed=48)]
+    lines = log.split("\n")
+    lines.insert(1_500, f"deploy key: {fakes[0].text}")
+    lines.insert(2_200, fakes[1].text)
+    output = "\n".join(lines)
+    values = tuple(v for fake in fakes for v in fake.values)
+
+    (tmp_path / "cargohold.toml").write_text("")  # the default policy, whatever the cwd holds
+    with open_hold(config_file=tmp_path / "cargohold.toml") as hold:
+        context = WorkingContext(hold, budget=budget)
+        result = context.submit(output, worker="deployer", status="passed")
+        shown = [context.project(result)]
+        restored = WorkingContext.restore(hold, context.checkpoint())
+        shown.append(restored.project(restored.results[0]))
+        raw = result.raw_ref
+        assert raw is not None
+        stored = hold.store.read(raw.ref).raise_for_outcome()
+
+    assert result.status.value == "passed"
+    _assert_shows_no_value(stored.decode(), values)
+    assert raw.size == len(stored)
+    for text in shown:
+        _assert_shows_no_value(text, values)
+        assert "credentials redacted before storing: aws_access_key_id (line 1,501)" in text
+        assert len(text.encode()) <= int(Budget.parse(budget))

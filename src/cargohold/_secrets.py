@@ -749,6 +749,37 @@ def screen_text(text: str, policy: str = DEFAULT_POLICY) -> str | None:
     return screened.decode("utf-8", "surrogatepass")
 
 
+_MARKER = re.compile(rb"\[REDACTED:([a-z_]{1,40})\]")
+
+
+def redaction_note(data: bytes, limit: int = 512) -> str:
+    """``credentials redacted before storing: <kinds and lines>`` for the markers
+    :func:`redact_secrets` left in ``data``, at most ``limit`` UTF-8 bytes; empty when none.
+
+    Read from the bytes themselves, so any view of stored bytes can say what was taken out
+    (a marker a tool wrote itself is named too: it names no value either).
+    """
+    if b"[REDACTED:" not in data:
+        return ""
+    kinds = {kind.value.encode(): kind for kind in SecretKind}
+    found: list[SecretFinding] = []
+    line, counted = 1, 0
+    for match in _MARKER.finditer(data):
+        kind = kinds.get(match.group(1))
+        if kind is None:
+            continue
+        line += data.count(b"\n", counted, match.start())
+        counted = match.start()
+        found.append(SecretFinding(kind, line, match.start(), match.end()))
+    if not found:
+        return ""
+    text = f"credentials redacted before storing: {describe_findings(found)}"
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    return raw[: max(0, limit - 4)].decode("ascii", "ignore").rsplit(" ", 1)[0] + " ..."
+
+
 _MAX_LINES_PER_KIND = 5
 _MAX_LINES = 20
 
@@ -789,6 +820,7 @@ __all__ = [
     "mask_secrets",
     "policy_for",
     "redact_secrets",
+    "redaction_note",
     "screen_bytes",
     "screen_put",
     "screen_text",

@@ -36,7 +36,7 @@ from cargohold._events import OffloadOutcome, Reason
 from cargohold._offload import Offloader, media_type_of
 from cargohold._records import ReadOutcome, Sensitivity
 from cargohold._ref import Ref
-from cargohold._secrets import find_secrets, mask_secrets, redact_secrets
+from cargohold._secrets import find_secrets, mask_secrets, redact_secrets, redaction_note
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
 from cargohold._stub import Budget
@@ -483,6 +483,14 @@ class WorkingContext:
         findings = find_secrets(data)
         if findings:  # a tool whose policy masks: the exact bytes are stored, never shown
             data = mask_secrets(data, findings)
+        # What the redact policy took out, from its markers in the stored bytes (so a restored
+        # context says it too): kinds and lines, bounded, never a value.
+        note = redaction_note(data, _RULE_MAX)
+        preview_budget = room - 2 * _RULE_MAX
+        if note and preview_budget - len(note) - 1 >= 2 * _RULE_MAX:
+            preview_budget -= len(note) + 1
+        else:
+            note = ""
         found: Detection = detect(data, media_type=media, failed=failed)
         if (
             declared == ProjectionClass.EXACT_REQUIRED.value
@@ -493,7 +501,7 @@ class WorkingContext:
             data,
             raw.ref,
             media_type=media,
-            budget=room - 2 * _RULE_MAX,
+            budget=preview_budget,
             detection=found,
             failed=failed,
             compressor=self._compressor,
@@ -507,6 +515,8 @@ class WorkingContext:
             else f"class {made.classification.value}"
         )
         lines = [f"--- evidence preview: raw_output | kind {made.kind} | {what} ---"]
+        if note:
+            lines.append(note)
         lines.extend(made.text.rstrip("\n").split("\n") if made.text else [])
         lines.append("--- end of preview ---")
         return lines
