@@ -10,6 +10,7 @@ import asyncio
 import gzip
 import hashlib
 import json
+import os
 import re
 import select
 import struct
@@ -987,14 +988,16 @@ _GROWING = st.recursive(
 # the harness bounds each call's time (WORKER_TIMEOUT) and the child's memory, so a query that
 # does not stop fails the test instead of hanging it or exhausting the machine.
 QUERY_WORKER = """
-import json, resource, sys
-resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+import contextlib, json, resource, sys
+with contextlib.suppress(ValueError, OSError):  # where the platform allows it
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 import cargohold
 document = sys.stdin.buffer.readline().rstrip(b"\\n")
 with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
     ref = str(hold.store.put(document, media_type="application/json", tool="fixture").ref)
     for line in sys.stdin:
-        answer = hold.call_tool("artifact_query", {"ref": ref, "expression": json.loads(line)})
+        arguments = {"ref": ref, "expression": json.loads(line), "budget": 16384}
+        answer = hold.call_tool("artifact_query", arguments)
         print(json.dumps({
             "outcome": answer.outcome,
             "reason": None if answer.event is None else answer.event.reason.value,
@@ -1009,16 +1012,21 @@ WORKER_TIMEOUT = 60.0
 class QueryWorker:
     """The parent's side of QUERY_WORKER."""
 
-    def __init__(self) -> None:
+    def __init__(self, home: Path) -> None:
+        self.home = home
         self.process = self._start()
 
-    @staticmethod
-    def _start() -> subprocess.Popen[bytes]:
+    def _start(self) -> subprocess.Popen[bytes]:
+        # the developer's configuration stays out, as the autouse fixture keeps it out in-process
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CARGOHOLD_")}
+        env |= {"XDG_CACHE_HOME": str(self.home / "cache"), "XDG_STATE_HOME": str(self.home)}
         process = subprocess.Popen(
             [sys.executable, "-c", QUERY_WORKER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            cwd=self.home,
+            env=env,
         )
         assert process.stdin is not None
         process.stdin.write(QUERY_DOC + b"\n")
@@ -1054,8 +1062,8 @@ class QueryWorker:
 
 
 @pytest.fixture(scope="module")
-def query_worker() -> Iterator[QueryWorker]:
-    worker = QueryWorker()
+def query_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueryWorker]:
+    worker = QueryWorker(tmp_path_factory.mktemp("query-worker"))
     yield worker
     worker.close()
 
