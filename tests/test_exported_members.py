@@ -132,3 +132,46 @@ def test_importing_cargohold_or_its_harness_never_imports_pytest() -> None:
     )
 
     assert result.stdout.strip() == "[]"
+
+
+PUBLIC_PACKAGES = [
+    "cargohold",
+    "cargohold.envelopes",
+    "cargohold.guard",
+    "cargohold.langchain",
+    "cargohold.mcp",
+    "cargohold.openai_agents",
+    "cargohold.projection",
+    "cargohold.store",
+    "cargohold.testing",
+    "cargohold.working",
+]
+
+
+def _undocumented_methods(cls: type) -> list[str]:
+    """The public methods and properties a class defines without a docstring of its own (one
+    inherited from a protocol does not show in the class's own source, which is what is read)."""
+    missing: list[str] = []
+    for attr, value in vars(cls).items():
+        if attr.startswith("_"):
+            continue
+        function = value.fget if isinstance(value, property) else value
+        if isinstance(function, staticmethod | classmethod):
+            function = function.__func__
+        if inspect.isfunction(function) and not (function.__doc__ or "").strip():
+            missing.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
+    return missing
+
+
+def test_every_public_method_of_every_exported_class_has_a_docstring() -> None:
+    import importlib
+
+    missing: set[str] = set()
+    for package in PUBLIC_PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value):
+                missing.update(_undocumented_methods(value))
+
+    assert sorted(missing) == []
