@@ -712,10 +712,24 @@ class LocalStore:
         return ReadResult(ReadOutcome.RESOLVED, ref, record=record), row[-1]
 
     def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        """The record of ``ref`` for ``scope`` from the index, without opening the blob; see
+        :meth:`StoreBackend.stat`.
+
+        Raises:
+            StoreError: the index is damaged, or the scope's row of ``ref`` is malformed.
+            StoreUnavailableError: the index is busy past its timeout or cannot be used.
+        """
         with _translated():
             return self._lookup(scope, ref)[0]
 
     def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        """Extend ``ref``'s life to ``max(expires, now + ttl)`` in one write transaction; see
+        :meth:`StoreBackend.touch`.
+
+        Raises:
+            UsageError: a TTL out of range, or a closed store.
+            StoreError: the index is damaged, or the scope's row of ``ref`` is malformed.
+        """
         extend = self.limits.check_ttl(ttl)
         with _translated():
             return self._touch(scope, ref, extend)
@@ -759,6 +773,16 @@ class LocalStore:
         end: int | None = None,
         max_bytes: int | None = None,
     ) -> ReadResult:
+        """Verified bytes ``[start, end)`` of ``ref``; see :meth:`StoreBackend.read`.
+
+        The blob is opened without following links and checked (a plain file of this user, of
+        the record's size, inside the root) before a byte is read; a whole read re-hashes the
+        body, a range only the chunks it touches. Anything else reads ``stale``.
+
+        Raises:
+            UsageError: a malformed range, or a closed store.
+            StoreError: the index is damaged, or the scope's row of ``ref`` is malformed.
+        """
         with _translated():
             found, chunks = self._lookup(scope, ref)
             record = found.record
@@ -807,6 +831,7 @@ class LocalStore:
         return sound_records(rows)
 
     def usage(self, scope: Scope) -> Usage:
+        """The session's unexpired artifacts and their bytes (its quota's count)."""
         with _translated(), self._lock:
             objects, held = self._index.execute(
                 "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
@@ -1183,6 +1208,7 @@ class LocalStore:
         return self._marker_key
 
     def close(self) -> None:
+        """Close the index and the hashing thread. Idempotent."""
         with self._lock:
             if not self._closed:
                 self._closed = True

@@ -76,6 +76,16 @@ class MemoryStore:
     def put(
         self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
     ) -> PutResult:
+        """Store ``data`` for ``scope``; see :meth:`StoreBackend.put`.
+
+        The same owner putting the same live bytes again gets ``existing=True`` (its expiry
+        extended when due) and bytes lost since (:meth:`lose_for_tests`) put back.
+
+        Raises:
+            UsageError: bytes that are not bytes, a bad TTL, media type, label or parent.
+            LimitExceededError: over the artifact size, a session, tenant or store quota.
+            SensitivityRefusedError: ``secret``, ``credential`` or ``raw_auth`` content.
+        """
         write = prepare_write(data, request, self.limits)
         digest = write.ref.digest
         key: _ArtifactKey = (*scope.owner, digest)
@@ -144,10 +154,18 @@ class MemoryStore:
         return ReadResult(ReadOutcome.RESOLVED, ref, record=record)
 
     def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        """The record of ``ref`` for ``scope`` without reading the bytes; see
+        :meth:`StoreBackend.stat`.
+        """
         with self._lock:
             return self._lookup(scope, ref)
 
     def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        """Extend ``ref``'s life to ``max(expires, now + ttl)``; see :meth:`StoreBackend.touch`.
+
+        Raises:
+            UsageError: a TTL out of range.
+        """
         extend = self.limits.check_ttl(ttl)
         with self._lock:
             found = self._lookup(scope, ref)
@@ -169,6 +187,11 @@ class MemoryStore:
         end: int | None = None,
         max_bytes: int | None = None,
     ) -> ReadResult:
+        """Verified bytes ``[start, end)`` of ``ref``; see :meth:`StoreBackend.read`.
+
+        Raises:
+            UsageError: a negative start, or an end before the start.
+        """
         with self._lock:
             found = self._lookup(scope, ref)
             record = found.record
@@ -198,11 +221,13 @@ class MemoryStore:
             return ReadResult(ReadOutcome.RESOLVED, ref, part, record, begin)
 
     def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
+        """Every record of the scope's owner, expired ones included, oldest first."""
         with self._lock:
             found = [r for k, r in self._artifacts.items() if k[:3] == scope.owner]
         return sorted(found, key=lambda r: (r.created, r.ref.digest))
 
     def usage(self, scope: Scope) -> Usage:
+        """The session's unexpired artifacts and their bytes (its quota's count)."""
         with self._lock:
             objects, size = self._session_usage(scope.owner, self._clock())
         return Usage(objects, size)
@@ -218,10 +243,14 @@ class MemoryStore:
         return Usage(len(mine), sum(mine))
 
     def store_usage(self) -> Usage:
+        """Every tenant's distinct blobs and bytes: an operator's figure."""
         with self._lock:
             return Usage(len(self._blobs), sum(len(b.data) for b in self._blobs.values()))
 
     def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        """Remove expired artifacts and the blobs no live artifact names; see
+        :meth:`StoreBackend.gc`.
+        """
         with self._lock:
             now = self._clock()
             expired = sorted(k for k, r in self._artifacts.items() if r.expires <= now)
@@ -238,6 +267,7 @@ class MemoryStore:
             return GcReport(len(expired), len(doomed), freed, dry_run)
 
     def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        """Re-hash every blob and check every record has its bytes; deletes nothing."""
         with self._lock:
             findings: list[Finding] = []
             blobs = sorted(self._blobs.items())

@@ -608,6 +608,16 @@ class PostgresStore:
     def put(
         self, scope: Scope, data: bytes | bytearray | memoryview, request: PutRequest
     ) -> PutResult:
+        """Store ``data`` for ``scope``; see :meth:`StoreBackend.put`.
+
+        Retried on a fresh connection after a lost one (a put is idempotent by content). With
+        the blob tier, a body over the threshold is uploaded before its record commits.
+
+        Raises:
+            UsageError: bad arguments, or a closed store.
+            LimitExceededError: over the artifact size, a session, tenant or store quota.
+            StoreUnavailableError: the database or the bucket cannot be reached in time.
+        """
         write = prepare_write(data, request, self.limits)
         if self._tier is None:
             return self._call(lambda conn: self._put(conn, scope, write, None), idempotent=True)
@@ -945,6 +955,10 @@ class PostgresStore:
         return ReadResult(outcome, ref)
 
     def stat(self, scope: Scope, ref: Ref) -> ReadResult:
+        """The record of ``ref`` for ``scope``, without fetching the bytes; see
+        :meth:`StoreBackend.stat`.
+        """
+
         def op(conn: _Conn) -> ReadResult:
             now = self._clock()
             row = conn.execute(
@@ -960,6 +974,12 @@ class PostgresStore:
         return self._call(op, idempotent=True)
 
     def touch(self, scope: Scope, ref: Ref, ttl: float | None = None) -> ReadResult:
+        """Extend ``ref``'s life to ``max(expires, now + ttl)`` in one statement; see
+        :meth:`StoreBackend.touch`.
+
+        Raises:
+            UsageError: a TTL out of range, or a closed store.
+        """
         extend = self.limits.check_ttl(ttl)
 
         def op(conn: _Conn) -> ReadResult:
@@ -988,6 +1008,12 @@ class PostgresStore:
         end: int | None = None,
         max_bytes: int | None = None,
     ) -> ReadResult:
+        """Verified bytes ``[start, end)`` of ``ref`` in one round trip (plus the bucket's
+        GET for a body there); see :meth:`StoreBackend.read`.
+
+        Raises:
+            UsageError: a malformed range, or a closed store.
+        """
         try:
             clip_range(0, start, end)
             valid = True
@@ -1125,6 +1151,8 @@ class PostgresStore:
         return self._call(op, idempotent=True)
 
     def usage(self, scope: Scope) -> Usage:
+        """The session's unexpired artifacts and their bytes (its quota's count)."""
+
         def op(conn: _Conn) -> Usage:
             row = conn.execute(
                 self._sql.session_usage, {**_owner(scope, ""), "now": self._clock()}
@@ -1144,6 +1172,10 @@ class PostgresStore:
         return self._call(op, idempotent=True)
 
     def store_usage(self) -> Usage:
+        """Every tenant's distinct blobs and bytes, from the store's counters: an
+        operator's figure.
+        """
+
         def op(conn: _Conn) -> Usage:
             row = conn.execute(self._sql.store_counters).fetchone()
             return Usage(int(row[0]), int(row[1])) if row else Usage(0, 0)
@@ -1153,6 +1185,13 @@ class PostgresStore:
     # -- maintenance ------------------------------------------------------------------------
 
     def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
+        """Remove expired artifacts, the blobs no live record names, and (with the bucket)
+        orphan objects and abandoned uploads; see :meth:`StoreBackend.gc`.
+
+        Blobs are examined in batches of :data:`GC_BATCH`, each in its own transaction; a gc
+        that loses its connection is not retried (its committed batches stand): run it again.
+        """
+
         def op(conn: _Conn) -> GcReport:
             now = self._clock()
             if dry_run:
@@ -1248,6 +1287,10 @@ class PostgresStore:
             conn.execute(self._sql.forget_doomed, {"objects": [obj for obj, _ in batch]})
 
     def verify(self, *, progress: Progress | None = None) -> list[Finding]:
+        """Re-hash every blob (streaming a bucket's objects), check every record against
+        its blob, and list the bucket; deletes nothing. See :meth:`StoreBackend.verify`.
+        """
+
         def op(conn: _Conn) -> list[Finding]:
             findings = record_findings(
                 conn.execute(self._sql.records_check, binary=True).fetchall()
@@ -1361,6 +1404,7 @@ class PostgresStore:
         return self._marker_key
 
     def close(self) -> None:
+        """Close the connection pool. Idempotent."""
         if self._closed:
             return
         self._closed = True
