@@ -284,6 +284,26 @@ def test_a_small_result_holding_a_credential_reaches_the_model_redacted(
     assert (event.outcome, event.reason) == ("inline", "credential_redacted")
 
 
+def test_a_small_credential_from_an_unwrapped_tool_is_redacted_by_the_input_filter(
+    cargo: AgentsAdapter,
+) -> None:
+    key = _fake_key_id(3)
+
+    @function_tool
+    def show_env() -> str:
+        """The environment (this tool is given to the agent unwrapped)."""
+        return f"AWS_ACCESS_KEY_ID={key}\n"
+
+    model = ScriptedModel(
+        [[function_call("show_env", {}, call_id="e-1")], [assistant_message("ok")]]
+    )
+
+    _run(Agent(name="a", model=model, tools=[show_env]), "?", run_config=_config(cargo))
+
+    assert _outputs(model.calls[1]) == ["AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"]
+    assert key not in json.dumps(model.calls[1].input, default=str)
+
+
 def test_a_small_credential_in_a_hosted_mcp_result_is_redacted_by_the_input_filter(
     cargo: AgentsAdapter,
 ) -> None:

@@ -241,7 +241,8 @@ async def offload_items(
         items: The request's input items.
         skip_tools: Function tools whose results are left to the edge guard: the agent's own
             function tools, which must be wrapped at their seam; a raw heavy result of one is a
-            wiring mistake the guard reports loudly instead of the net hiding it.
+            wiring mistake the guard reports loudly instead of the net hiding it (a light one
+            that holds a credential is redacted all the same).
     """
     outputs = ToolOutputs(hold, producer=False)
     calls = _call_names(items)
@@ -259,9 +260,13 @@ async def _item(
     if kind.endswith("_output"):
         call_id = item.get("call_id")
         tool = calls.get(call_id) if isinstance(call_id, str) else None
-        if kind == "function_call_output" and tool is not None and tool in skip_tools:
-            return item
         output = item.get("output")
+        if kind == "function_call_output" and tool is not None and tool in skip_tools:
+            # The agent's own tool, unwrapped: a heavy result is the guard's to report; a light
+            # one that holds a credential is redacted here (hiding it is the point).
+            light = isinstance(output, str) and utf8_len(output) < outputs.threshold(tool)
+            if not (light and _holds_credential(str(output))):
+                return item
         replaced = await _output(outputs, output, tool, kind)
         return item if replaced is output else {**item, "output": replaced}
     if kind == "mcp_call":
