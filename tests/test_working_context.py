@@ -629,6 +629,19 @@ def test_the_stored_output_is_attributed_to_its_worker_and_task(
     assert (record.worker, record.task, record.agent) == ("builder", "T-1", "builder")
 
 
+def test_a_binary_output_given_no_media_type_is_recorded_and_referenced_as_what_it_is(
+    hold: Hold, context: WorkingContext
+) -> None:
+    pdf = b"%PDF-1.7\n" + bytes(range(256)) * 200  # a PDF's magic number, then binary bytes
+
+    result = context.submit(pdf, worker="renderer", status="passed")
+
+    (record,) = hold.store.artifacts()
+    assert result.raw_ref is not None
+    assert result.raw_ref.media_type == record.media_type == "application/pdf"
+    assert (record.kind, record.classification) == ("binary (pdf)", "unsupported")
+
+
 def test_workers_may_submit_from_many_threads_and_each_gets_its_own_sequence(
     context: WorkingContext,
 ) -> None:

@@ -162,8 +162,13 @@ def _bytes_media_type(textual: bool) -> str:
 
 
 def media_type_of(data: bytes, media_type: str | None = None) -> str:
-    """The normalized media type :meth:`Offloader.offload` stores ``data`` (bytes) under."""
-    return normalize_media_type(media_type or _bytes_media_type(looks_textual(data)))
+    """The normalized media type :meth:`Offloader.offload` stores ``data`` (bytes) under: the
+    one given, else the one the bytes prove, else plain text or ``application/octet-stream``."""
+    if media_type:
+        return normalize_media_type(media_type)
+    with CPU_BOUND:
+        sniffed = sniff_media_type(data)
+    return normalize_media_type(sniffed or _bytes_media_type(looks_textual(data)))
 
 
 class Offloader:
