@@ -3,6 +3,8 @@
 ``python -m bench soak [...]`` runs the crash soak instead (``bench/soak.py``,
 ``docs/reliability.md``): SIGKILL trials on the local store and PostgreSQL server kills, with
 lost / corrupt / partial counts and a non-zero exit status when any is not zero.
+``python -m bench profile KIND [--size MIB] [--offload]`` profiles one kind's projection (or
+offload) instead and prints where its time goes (``bench/decisions.py``).
 
 Prints the machine, then one table of medians, each with its ratio to a baseline measured in
 the same run and, where the design sets one, the target ratio. ``--markdown`` also writes the
@@ -42,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import soak
 
         return soak.main(argv[1:])
+    if argv[:1] == ["profile"]:
+        from bench.decisions import profile_main
+
+        return profile_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "sections",
