@@ -1,0 +1,427 @@
+"""Lossless compaction (Hold.compact): old tool results become compact stubs, every byte of them
+stays one verified read away, the pairing of calls and results stays valid for every provider,
+and between compactions each request extends the previous one byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cargohold
+from cargohold import CompactionPolicy, Hold, ListSink, UsageError
+from cargohold._stub import COMPACT_STUB_BYTES, parse_compact_stub, parse_stub
+from compact_fixtures import (
+    FORMATS,
+    calls_of,
+    dump,
+    read_back,
+    request,
+    results_of,
+    turns,
+    validate,
+)
+
+POLICY = CompactionPolicy(trigger_tokens=12_000, keep_last=3, clear_at_least=2_000)
+"""Small enough that a test conversation of a dozen 6 KB results crosses it."""
+
+
+@pytest.fixture
+def sink() -> ListSink:
+    return ListSink()
+
+
+@pytest.fixture
+def hold(sink: ListSink) -> Iterator[Hold]:
+    with cargohold.open("memory://", tenant="acme", user="ana", session="run-1", sinks=[sink]) as h:
+        yield h
+
+
+def _tokens(hold: Hold, fmt: str, built: Any) -> int:
+    """The estimate compaction compares with its trigger (read from a report)."""
+    return hold.compact(built, format=fmt, policy=CompactionPolicy(trigger_tokens=10**9))[
+        1
+    ].tokens_before
+
+
+def _at_the_end(hold: Hold, fmt: str, built: Any, **changes: Any) -> CompactionPolicy:
+    """A policy whose trigger the conversation crosses with its last message only, so one
+    compaction clears every result but the newest ``keep_last``."""
+    return CompactionPolicy(
+        trigger_tokens=_tokens(hold, fmt, built), clear_at_least=2_000, **changes
+    )
+
+
+def _stubs(hold: Hold, fmt: str, built: Any) -> list[str | None]:
+    """For each result, the reference of its compact stub, or None when it is whole."""
+    key = hold.store.marker_key()
+    found: list[str | None] = []
+    for _, text in results_of(fmt, built):
+        info = parse_compact_stub(text, key=key) if isinstance(text, str) else None
+        found.append(None if info is None else str(info.ref))
+    return found
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_conversation_below_the_trigger_is_returned_as_it_is(hold: Hold, fmt: str) -> None:
+    given = request(fmt, turns([6000] * 3))
+    before = dump(fmt, given)
+
+    out, report = hold.compact(given, format=fmt, policy=POLICY)
+
+    assert out is given
+    assert dump(fmt, out) == before
+    assert (report.changed, report.cleared, report.compactions) == (False, 0, 0)
+    assert report.tokens_before == report.tokens_after < POLICY.trigger_tokens
+    assert hold.store.artifacts() == []  # nothing stored either
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_old_results_become_compact_stubs_and_every_call_keeps_its_result(
+    hold: Hold, fmt: str
+) -> None:
+    given = request(fmt, turns([6000] * 12))
+
+    out, report = hold.compact(given, format=fmt, policy=_at_the_end(hold, fmt, given))
+
+    validate(fmt, out)  # the SDK's own request types, and the pairing
+    stubs = _stubs(hold, fmt, out)
+    assert len(stubs) == 12
+    assert stubs[-3:] == [None, None, None]  # keep_last
+    assert all(ref is not None for ref in stubs[:9])
+    assert (report.cleared, report.compactions) == (9, 1)
+    assert [str(ref) for ref in report.refs] == stubs[:9]
+    assert report.tokens_after < report.tokens_before
+    # the call ids are kept where they were, and in the stub
+    assert [c for c, _ in results_of(fmt, out)] == [c for c, _ in results_of(fmt, given)]
+    for (call_id, text), ref in zip(results_of(fmt, out)[:9], stubs[:9], strict=True):
+        assert f"| call {call_id} |" in text
+        assert "| tool read_file |" in text
+        assert "artifact_search(query)" in text
+        assert len(text.encode()) <= COMPACT_STUB_BYTES
+        assert parse_stub(text, key=hold.store.marker_key()) is not None  # the guard trusts it
+        assert ref in text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_cleared_result_reads_back_byte_for_byte_through_artifact_read(
+    hold: Hold, fmt: str
+) -> None:
+    given = request(fmt, turns([9000, 2500, 30_000, 7000, 6000, 6000, 6000, 6000]))
+    originals = dict(results_of(fmt, given))
+
+    out, report = hold.compact(given, format=fmt, policy=_at_the_end(hold, fmt, given))
+
+    assert report.cleared == 5
+    key = hold.store.marker_key()
+    for call_id, text in results_of(fmt, out)[:5]:
+        info = parse_compact_stub(text, key=key)
+        assert info is not None
+        assert read_back(hold, info.ref) == originals[call_id].encode()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_input_is_never_mutated(hold: Hold, fmt: str) -> None:
+    given = request(fmt, turns([6000] * 12))
+    before = dump(fmt, given)
+    untouched = copy.deepcopy(given) if fmt != "langchain" else None
+
+    out, report = hold.compact(given, format=fmt, policy=POLICY)
+
+    assert report.cleared > 0
+    assert dump(fmt, given) == before
+    if untouched is not None:
+        assert given == untouched
+    assert dump(fmt, out) != before
+
+
+@pytest.mark.parametrize("keep_last", [0, 1, 5])
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic"])
+def test_the_newest_keep_last_results_are_never_cleared(
+    hold: Hold, fmt: str, keep_last: int
+) -> None:
+    given = request(fmt, turns([6000] * 12))
+    policy = _at_the_end(hold, fmt, given, keep_last=keep_last)
+
+    out, _ = hold.compact(given, format=fmt, policy=policy)
+
+    stubs = _stubs(hold, fmt, out)
+    assert stubs.count(None) == keep_last
+    assert stubs[: 12 - keep_last] == [ref for ref in stubs if ref is not None]
+    kept = results_of(fmt, out)[12 - keep_last :]
+    assert kept == results_of(fmt, given)[12 - keep_last :]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_results_of_an_excluded_tool_stay_whole(hold: Hold, fmt: str) -> None:
+    given = request(fmt, turns([6000] * 12, tools=("read_file", "memory")))
+    policy = _at_the_end(hold, fmt, given, exclude_tools=frozenset({"memory"}))
+
+    out, report = hold.compact(given, format=fmt, policy=policy)
+
+    validate(fmt, out)
+    tools = [tool for _, tool, _ in calls_of(fmt, given)]
+    stubs = _stubs(hold, fmt, out)
+    for tool, ref, (_, text), (_, original) in zip(
+        tools, stubs, results_of(fmt, out), results_of(fmt, given), strict=True
+    ):
+        if tool == "memory":
+            assert ref is None
+            assert text == original
+    assert report.cleared == sum(1 for t, r in zip(tools, stubs, strict=True) if r is not None)
+    assert report.cleared == 5  # read_file's results but its newest (keep_last counts all)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_between_compactions_each_request_extends_the_previous_one_byte_for_byte(
+    hold: Hold, fmt: str
+) -> None:
+    history = turns([5000, 7000, 3000, 9000, 6000, 4000] * 5)
+    previous: list[str] | None = None
+    compactions = 0
+    for turn in range(1, len(history) + 1):
+        out, report = hold.compact(request(fmt, history[:turn]), format=fmt, policy=POLICY)
+        sent = dump(fmt, out)
+        if previous is not None and report.compactions == 0:
+            assert sent[: len(previous)] == previous, f"turn {turn} rewrote an earlier message"
+        if previous is not None and report.compactions:
+            assert report.tokens_before >= POLICY.trigger_tokens
+        compactions += report.compactions
+        previous = sent
+    assert compactions >= 3  # the run crossed the trigger again and again
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_loop_that_keeps_the_compacted_history_gets_the_bytes_a_stateless_gateway_gets(
+    hold: Hold, fmt: str
+) -> None:
+    history = turns([5000, 7000, 3000, 9000, 6000, 4000] * 4)
+    kept: Any = None
+    for turn in range(1, len(history) + 1):
+        stateless, _ = hold.compact(request(fmt, history[:turn]), format=fmt, policy=POLICY)
+        whole = request(fmt, history[:turn])
+        if kept is None:
+            carried = whole
+        else:  # what the loop kept, and this turn's new messages appended
+            new = dump(fmt, whole)[len(dump(fmt, kept)) :]
+            assert len(new) == 2
+            tail = (whole if fmt == "langchain" else _messages(fmt, whole))[-2:]
+            carried = _with_messages(fmt, kept, [*_messages(fmt, kept), *tail])
+        kept, _ = hold.compact(carried, format=fmt, policy=POLICY)
+        assert dump(fmt, kept) == dump(fmt, stateless)
+
+
+def _messages(fmt: str, built: Any) -> list[Any]:
+    if fmt == "langchain":
+        return list(built)
+    return list(built["input" if fmt == "openai-responses" else "messages"])
+
+
+def _with_messages(fmt: str, built: Any, messages: list[Any]) -> Any:
+    if fmt == "langchain":
+        return messages
+    return {**built, ("input" if fmt == "openai-responses" else "messages"): messages}
+
+
+def test_one_compact_event_per_compaction_counted_in_the_run_summary(
+    hold: Hold, sink: ListSink
+) -> None:
+    history = turns([6000] * 12)
+    policy = _at_the_end(hold, "anthropic", request("anthropic", history))
+    _out, first = hold.compact(
+        request("anthropic", history[:11]), format="anthropic", policy=policy
+    )
+    assert (first.changed, first.events) == (False, ())
+    sink.events.clear()
+
+    # the next turn appends one result and crosses the trigger: one compaction
+    _, report = hold.compact(request("anthropic", history), format="anthropic", policy=policy)
+
+    events = [e for e in sink.events if e.operation.value == "compact"]
+    assert report.compactions == len(events) == 1
+    event = events[0]
+    assert report.events == (event,)
+    assert (event.outcome.value, event.reason.value, event.ref) == (
+        "compacted",
+        "trigger_tokens",
+        None,
+    )
+    assert event.cleared >= 1
+    assert event.estimated_tokens >= policy.trigger_tokens > (event.tokens_after or 0)
+    assert event.limit_tokens == policy.trigger_tokens
+    assert event.observed_bytes > event.context_bytes > 0
+    assert hold.summary.as_dict()["decisions"]["compact:compacted"] == 1
+    assert not [e for e in sink.events if e.operation.value == "offload"]  # one event, no more
+    shown = json.dumps(event.as_dict()) + repr(event)
+    assert "result line" not in shown
+    assert "module_" not in shown
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_clear_tool_inputs_stores_the_calls_arguments_and_keeps_the_pairing(
+    hold: Hold, fmt: str
+) -> None:
+    history = [
+        turn.__class__(turn.tool, turn.call_id, {"patch": "+ line\n" * 400}, turn.result)
+        for turn in turns([6000] * 10)
+    ]
+    given = request(fmt, history)
+    policy = _at_the_end(hold, fmt, given, clear_tool_inputs=True)
+    original_inputs = {c: text for c, _, text in calls_of(fmt, given)}
+
+    out, report = hold.compact(given, format=fmt, policy=policy)
+
+    validate(fmt, out)
+    assert report.inputs_cleared == report.cleared == 7
+    key = hold.store.marker_key()
+    cleared_inputs = 0
+    for call_id, tool, text in calls_of(fmt, out):
+        assert tool == "read_file"
+        value = json.loads(text)
+        if set(value) == {"cargohold"}:
+            info = parse_compact_stub(value["cargohold"], key=key)
+            assert info is not None
+            assert info.what == "input"
+            stored = json.loads(read_back(hold, info.ref))
+            assert stored == json.loads(original_inputs[call_id])
+            cleared_inputs += 1
+    assert cleared_inputs == 7
+
+
+def test_a_result_the_secrets_policy_rejects_stays_whole_and_is_counted_as_kept(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text('secrets_policy = { fetch = "reject" }\n')
+    history = turns([6000] * 12, tools=("read_file", "fetch"))
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    held = history[1].result + f"\ntoken={token}\n"
+    history[1] = history[1].__class__("fetch", history[1].call_id, {}, held)
+    with cargohold.open("memory://", session="s", config_file=config) as hold:
+        given = request("openai-chat", history)
+        out, report = hold.compact(
+            given, format="openai-chat", policy=_at_the_end(hold, "openai-chat", given)
+        )
+
+    assert results_of("openai-chat", out)[1][1] == held
+    assert report.kept == 1
+    assert report.cleared == 8  # the nine older results but that one
+
+
+def test_a_result_already_offloaded_becomes_the_compact_stub_of_its_own_reference(
+    hold: Hold,
+) -> None:
+    history = turns([6000] * 12)
+    heavy = "id,total\n" + "".join(f"{i},{i * 3}.50\n" for i in range(8000))
+    offloaded = hold.offload(heavy, tool="read_file")
+    assert offloaded.ref is not None
+    history[0] = history[0].__class__("read_file", history[0].call_id, {}, offloaded.text)
+    stored = len(hold.store.artifacts())
+
+    given = request("anthropic", history)
+    out, report = hold.compact(
+        given, format="anthropic", policy=_at_the_end(hold, "anthropic", given)
+    )
+
+    first = results_of("anthropic", out)[0][1]
+    info = parse_compact_stub(first, key=hold.store.marker_key())
+    assert info is not None
+    assert info.ref == offloaded.ref
+    assert f"{len(heavy.encode()):,} bytes" in first
+    assert report.refs[0] == offloaded.ref
+    assert len(hold.store.artifacts()) == stored + 8  # the stub itself was not stored again
+    assert read_back(hold, info.ref) == heavy.encode()
+
+
+def test_a_forged_compact_stub_does_not_move_the_compaction_point(hold: Hold) -> None:
+    from cargohold import Ref
+    from cargohold._stub import render_compact_stub
+
+    data = b"forged"
+    fake = render_compact_stub(data, Ref.of(data), media_type="text/plain")  # no key: forged
+    history = turns([6000] * 12)
+    history[8] = history[8].__class__("read_file", history[8].call_id, {}, fake.text + " " * 600)
+
+    given = request("openai-chat", history)
+    out, _report = hold.compact(
+        given, format="openai-chat", policy=_at_the_end(hold, "openai-chat", given)
+    )
+
+    stubs = _stubs(hold, "openai-chat", out)
+    assert None not in stubs[:8]  # cleared despite the forgery after them
+    assert results_of("openai-chat", out)[8][1] == history[8].result
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"trigger_tokens": 0},
+        {"trigger_tokens": True},
+        {"keep_last": -1},
+        {"clear_at_least": 1.5},
+        {"min_result_bytes": "1k"},
+        {"exclude_tools": "memory"},
+        {"exclude_tools": [""]},
+        {"clear_tool_inputs": "yes"},
+    ],
+)
+def test_a_bad_policy_value_is_a_usage_error(changes: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        CompactionPolicy(**changes)
+
+
+def test_an_unknown_or_unread_format_is_a_usage_error(hold: Hold) -> None:
+    with pytest.raises(UsageError):
+        hold.compact({"messages": []}, format="gemini", policy=POLICY)
+    with pytest.raises(UsageError):
+        hold.compact({"prompt": "x"}, format="openai-completions", policy=POLICY)
+
+
+def test_the_default_policy_comes_from_the_compaction_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text(
+        "compaction_trigger_tokens = 12000\ncompaction_keep_last = 2\n"
+        'compaction_exclude_tools = ["memory"]\ncompaction_clear_tool_inputs = true\n'
+    )
+    monkeypatch.setenv("CARGOHOLD_COMPACTION_CLEAR_AT_LEAST", "2000")
+    monkeypatch.setenv("CARGOHOLD_COMPACTION_MIN_RESULT_BYTES", "4096")
+    with cargohold.open("memory://", session="s", config_file=config) as hold:
+        policy = CompactionPolicy.from_settings(hold.settings)
+        given = request("openai-chat", turns([6000] * 12))
+        out, report = hold.compact(given, format="openai-chat")
+
+    assert policy == CompactionPolicy(
+        trigger_tokens=12_000,
+        keep_last=2,
+        clear_at_least=2_000,
+        exclude_tools=frozenset({"memory"}),
+        clear_tool_inputs=True,
+        min_result_bytes=4096,
+    )
+    assert report.cleared > 0  # the trigger of the file, 12,000, was crossed
+    assert results_of("openai-chat", out)[-2:] == results_of("openai-chat", given)[-2:]
+
+
+def test_a_bad_compaction_setting_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text("compaction_keep_last = -1\n")
+    with pytest.raises(cargohold.ConfigError, match="compaction_keep_last"):
+        cargohold.open("memory://", session="s", config_file=config)
+
+
+def test_acompact_gives_what_compact_gives(hold: Hold) -> None:
+    given = request("openai-responses", turns([6000] * 12))
+    expected, _ = hold.compact(given, format="openai-responses", policy=POLICY)
+
+    async def main() -> Any:
+        out, _ = await hold.acompact(given, format="openai-responses", policy=POLICY)
+        return out
+
+    assert asyncio.run(main()) == expected
