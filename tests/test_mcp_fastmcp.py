@@ -126,3 +126,37 @@ def test_the_listed_output_schema_keeps_the_upstreams_properties_and_definitions
     assert {k: v for k, v in listed["properties"].items() if k != "cargohold"} == (
         declared["properties"]
     )
+
+
+FASTMCP_SERVER = HEAVY_SERVER.parent / "fastmcp_server.py"
+
+
+@pytest.fixture(scope="module")
+def wrapped(workdir: Path) -> Iterator[Typed]:
+    """fastmcp behind the proxy, in front of a fastmcp server (whose results it wraps)."""
+    command = cli(workdir / "store", SESSION, "proxy", sys.executable, str(FASTMCP_SERVER))
+    yield from _typed(command, child_env(workdir))
+
+
+def test_a_small_wrapped_result_of_a_fastmcp_server_reaches_fastmcp_as_its_type(
+    wrapped: Typed,
+) -> None:
+    import fastmcp_server
+
+    assert wrapped.call("text", {"size": 10}).data == fastmcp_server.text_of(10)
+    rows = wrapped.call("rows", {"n": 2}).data
+    assert [(row.id, row.name) for row in rows] == [(0, "row-0"), (1, "row-1")]
+
+
+def test_a_stubbed_wrapped_result_of_a_fastmcp_server_reaches_fastmcp_as_a_typed_stub(
+    wrapped: Typed,
+) -> None:
+    for tool, arguments in (("text", {"size": 60_000}), ("rows", {"n": 3000})):
+        result = wrapped.call(tool, arguments)
+
+        (part,) = stubbed_parts(result)
+        assert result.data.cargohold.outcome == "offloaded"
+        assert result.data.cargohold.ref == part.ref
+        assert result.structured_content is not None
+        assert list(result.structured_content) == ["result"]  # still wrapped, as declared
+        assert result.structured_content["result"]["cargohold"]["ref"] == part.ref

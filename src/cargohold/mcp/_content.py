@@ -13,7 +13,9 @@ heavy threshold for the producing tool:
   object ``{"cargohold": {"outcome", "ref", "size", "media_type"}}`` (the stub text joins the
   content). A server that sends one payload twice gets it stored once: structured content equal
   (as JSON) to an offloaded text part, or that only wraps that text (``{"result": text}``, as
-  ``MCPServer`` sends a ``str`` result), points at that text's artifact.
+  ``MCPServer`` sends a ``str`` result), points at that text's artifact. fastmcp's wrapper of
+  a value (``{"result": value}``, marked ``fastmcp.wrap_result`` in the result's ``_meta``)
+  stays: the stub stands for the value, under ``result``.
 
 What is refused (a credential in the body, a quota) or cannot be stored leaves a bounded notice
 in its place, never the raw part. ``resource_link`` parts pass (they are pointers). Every other
@@ -153,14 +155,37 @@ def offload_result(
         )
     update: dict[str, Any] = {"content": content}
     if structured is not None:
-        replaced, extra = _structured(hold, structured, tool, failed, offloaded_texts)
-        update["structured_content"] = replaced
+        if _wrapped(result):  # fastmcp's {"result": value}: the value is the payload
+            inner, extra = _structured(hold, structured[WRAP_KEY], tool, failed, offloaded_texts)
+            update["structured_content"] = {WRAP_KEY: inner}
+        else:
+            replaced, extra = _structured(hold, structured, tool, failed, offloaded_texts)
+            update["structured_content"] = replaced
         content.extend(extra)
     secrets = hold.offloader.secrets_policy_for(tool)
     update["content"] = [_screen_part(part, secrets) for part in content]
     if result.meta is not None:
         update["meta"] = _screen_value(result.meta, secrets)
     return result.model_copy(update=update)
+
+
+WRAP_KEY: Final = "result"
+"""The key under which fastmcp wraps a value that is not an object (a string, a list)."""
+_WRAP_SCHEMA_FLAG: Final = "x-fastmcp-wrap-result"
+
+
+def _wrapped(result: CallToolResult) -> bool:
+    """Whether ``result``'s structured content is fastmcp's wrapper of a value: the result's
+    ``_meta`` says ``fastmcp.wrap_result``, and the content is ``{"result": value}``."""
+    meta = result.meta or {}
+    fastmcp = meta.get("fastmcp")
+    structured = result.structured_content
+    return (
+        isinstance(fastmcp, dict)
+        and fastmcp.get("wrap_result") is True
+        and isinstance(structured, dict)
+        and list(structured) == [WRAP_KEY]
+    )
 
 
 RESOURCES_TOOL: Final = "resources/read"
@@ -462,6 +487,8 @@ class _Offloaded:
     decided: OffloadResult
 
     def repeated_by(self, structured: Any) -> bool:
+        if isinstance(structured, str):  # a wrapped value (fastmcp's): the text itself
+            return structured == self.text
         if self.parsed is not _NOT_JSON and self.parsed == structured:
             return True
         if isinstance(structured, dict) and len(structured) == 1:
@@ -564,6 +591,9 @@ def _merged(schema: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     merged = dict(schema)
     merged["properties"] = {**properties, STUB_KEY: _STUB_PROPERTY}
+    if schema.get(_WRAP_SCHEMA_FLAG) is True and WRAP_KEY in properties:
+        # fastmcp's wrapper: a stub stands for the wrapped value, under "result"
+        merged["properties"][WRAP_KEY] = {"anyOf": [properties[WRAP_KEY], STUB_SCHEMA]}
     required = merged.pop("required", None)
     if required:
         merged["anyOf"] = [{"required": required}, {"required": [STUB_KEY]}]
