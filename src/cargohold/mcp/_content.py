@@ -554,7 +554,9 @@ def rewrite_output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | 
     title, properties, definitions and every ``$ref``. The stub is admitted beside it as one
     optional property more, ``cargohold`` (:data:`STUB_SCHEMA`), and the root's ``required``
     moves into ``anyOf: [{"required": <the original's>}, {"required": ["cargohold"]}]``: a
-    small result validates exactly as before, and a stub validates too.
+    small result validates exactly as before, and a stub validates too. fastmcp's wrapper
+    (``x-fastmcp-wrap-result``) admits the stub under ``result`` as well (see
+    :func:`offload_result`).
 
     A root that cannot take the property safely (another keyword that constrains its keys, a
     ``cargohold`` property of its own, a root that is not ``type: object``) becomes one branch
