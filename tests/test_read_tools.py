@@ -802,6 +802,7 @@ BINARIES = {
     [
         ("artifact_read_lines", {"start_line": 1, "end_line": 20}),
         ("artifact_grep", {"pattern": "a"}),
+        ("artifact_query", {"expression": "length(@)"}),
     ],
 )
 def test_a_binary_artifact_has_no_lines_and_the_answer_names_the_read_that_returns_its_bytes(

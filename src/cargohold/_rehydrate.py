@@ -62,8 +62,8 @@ class RehydrateResult:
 
     Attributes:
         outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
-            ``over_budget``, ``unsupported`` (lines or a grep asked of a binary body, reason
-            ``binary_content``: read its bytes, which come back base64-encoded), or
+            ``over_budget``, ``unsupported`` (lines, a grep or a query asked of a binary body,
+            reason ``binary_content``: read its bytes, which come back base64-encoded), or
             ``out_of_range`` (the range starts at or past the end of a body that has bytes or
             lines, reason ``past_end``: ``size``, ``lines`` and ``fit`` say what there is).
         reason: The stable reason code.
@@ -267,8 +267,8 @@ class Rehydrator:
         return masked, None, masked is not result
 
     def _binary(self, ref: Ref, budget: int, size: int) -> RehydrateResult:
-        """A line read or grep of a binary body: ``unsupported``, with the first page of base64
-        that fits the budget as :attr:`RehydrateResult.fit` (for :meth:`read`)."""
+        """A line read, grep or query of a binary body: ``unsupported``, with the first page of
+        base64 that fits the budget as :attr:`RehydrateResult.fit` (for :meth:`read`)."""
         page = max(1, budget // 4 * 3)  # base64 turns 3 bytes into 4
         return self._decide(
             ref,
@@ -541,7 +541,7 @@ class Rehydrator:
         document, nests too deep or runs too long stops. Each is ``over_budget``, its
         :attr:`RehydrateResult.bound` saying which bound (``size``: the answer is at least
         ``answer_bytes``; ``steps``, ``depth``, ``time``: reason ``evaluation_limit``, a larger
-        budget would not help).
+        budget would not help). A binary body is ``unsupported`` (see :meth:`read_lines`).
 
         Raises:
             UsageError: the expression is not JMESPath, or the artifact is not JSON (or holds a
@@ -564,6 +564,8 @@ class Rehydrator:
         if refused is not None or result.data is None:
             return refused or self._decide(ref, result.outcome, limit)
         size = len(result.data)
+        if looks_binary(result.data, result.record.media_type if result.record else None):
+            return self._binary(ref, limit, size)
         try:
             with CPU_BOUND:  # parsing the whole body: see cargohold._cpu
                 document = json.loads(result.data)

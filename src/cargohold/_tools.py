@@ -77,10 +77,11 @@ class ToolAnswer:
     Attributes:
         tool: The tool called.
         outcome: ``resolved``, ``missing``, ``unauthorized``, ``stale``, ``expired``,
-            ``over_budget``, ``unsupported`` (lines or a grep asked of a binary artifact: the
-            text says which ``artifact_read`` returns its bytes), ``out_of_range`` (a byte or
-            line range that starts past the end: the text gives the size and the last range
-            that reads), or ``invalid_arguments`` (the call itself was wrong).
+            ``over_budget``, ``unsupported`` (lines, a grep or a query asked of a binary
+            artifact: the text says which ``artifact_read`` returns its bytes),
+            ``out_of_range`` (a byte or line range that starts past the end: the text gives the
+            size and the last range that reads), or ``invalid_arguments`` (the call itself was
+            wrong).
         text: What the model sees: a recovered segment when resolved, else what went wrong and
             how to fix the call.
         ref: The reference read, when the call named a valid one.
@@ -696,12 +697,16 @@ def _past_end(tool: str, result: RehydrateResult, asked: int) -> ToolAnswer:
 
 
 def _binary(tool: str, result: RehydrateResult) -> ToolAnswer:
-    """Lines or a grep asked of a binary body: say so, and which read returns its bytes."""
+    """Lines, a grep or a query asked of a binary body: say so, and which read returns its
+    bytes."""
     offset, length = result.fit or (0, max(1, result.budget // 4 * 3))
-    what = "lines to read" if tool == "artifact_read_lines" else "lines to search"
+    what = {
+        "artifact_read_lines": "so it has no lines to read",
+        "artifact_query": "not JSON",
+    }.get(tool, "so it has no lines to search")
     size = "" if result.size is None else f" ({result.size:,} bytes)"
     text = (
-        f"{tool}: unsupported: this artifact is binary{size}, so it has no {what}. Read its "
+        f"{tool}: unsupported: this artifact is binary{size}, {what}. Read its "
         f"bytes with artifact_read, which returns them base64-encoded: offset={offset} "
         f"length={length}, then continue from the answer's next_offset."
     )
