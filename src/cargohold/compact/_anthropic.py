@@ -1,6 +1,7 @@
-"""Anthropic Messages: ``{"messages": [...]}``; results are ``tool_result`` blocks of a user
-message (any block type ending in ``tool_result``: ``mcp_tool_result`` too), inputs the
-``input`` of an assistant message's ``tool_use`` blocks."""
+"""Anthropic Messages: ``{"messages": [...]}``; results are the ``tool_result`` blocks of a user
+message, inputs the ``input`` of an assistant message's ``tool_use`` blocks. A server's or an MCP
+connector's calls and results are typed blocks the API checks: left as they are (their ids still
+name their tools for the results that follow)."""
 
 from __future__ import annotations
 
