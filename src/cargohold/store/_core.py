@@ -212,6 +212,33 @@ def check_tenant(limits: Limits, objects: int, size: int, new_size: int) -> None
         )
 
 
+def check_store(limits: Limits, objects: int, size: int, new_size: int) -> None:
+    """Refuse a new blob that would put the store over its quota, naming no store-wide figure.
+
+    :meth:`Limits.check_store` decides; its refusal is raised again with the limit and the
+    setting but without what the store holds, since every tenant meets this refusal and the
+    store's figures are every tenant's (``cargohold du --all-tenants`` shows them to an
+    operator). The reason, setting and limit stay those of the original.
+
+    Raises:
+        LimitExceededError: reason ``store_objects`` or ``store_bytes``.
+    """
+    try:
+        limits.check_store(objects, size, new_size)
+    except LimitExceededError as exc:
+        unit = "blobs" if exc.reason == "store_objects" else "bytes"
+        limit = exc.limit if exc.limit is not None else "its"
+        shown = f"{limit:,}" if isinstance(limit, int) else limit
+        raise LimitExceededError(
+            f"the store is full: its limit is {shown} {unit} for all tenants together (an "
+            f"operator raises it with {exc.setting or exc.reason}; expired artifacts count "
+            "until `cargohold gc`, and `cargohold du --all-tenants` shows what it holds)",
+            reason=exc.reason,
+            setting=exc.setting,
+            limit=exc.limit,
+        ) from None
+
+
 def clip_range(size: int, start: int, end: int | None) -> tuple[int, int]:
     """Clip ``[start, end)`` to a body of ``size`` bytes.
 

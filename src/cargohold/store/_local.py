@@ -73,6 +73,7 @@ from cargohold.store._core import (
     RECORD_COLUMNS,
     MalformedRowError,
     PreparedWrite,
+    check_store,
     check_tenant,
     chunk_digests,
     clip_range,
@@ -614,8 +615,11 @@ class LocalStore:
                         objects, held = db.execute(
                             "SELECT objects, bytes FROM stats WHERE id = 1"
                         ).fetchone()
-                        self.limits.check_store(
-                            row_int(objects), row_int(held) + self._leftover_bytes(), size
+                        check_store(
+                            self.limits,
+                            row_int(objects),
+                            row_int(held) + self._leftover_bytes(),
+                            size,
                         )
                     _mkdir_private(path.parent)
                     os.rename(staged, path)

@@ -22,6 +22,7 @@ from cargohold._records import (
 from cargohold._ref import Ref
 from cargohold._scope import Scope
 from cargohold.store._core import (
+    check_store,
     check_tenant,
     chunk_digests,
     clip_range,
@@ -111,7 +112,7 @@ class MemoryStore:
                 held = self._tenant_usage(scope.tenant)
                 check_tenant(self.limits, held.objects, held.bytes, len(write.data))
                 stats = self.store_usage()
-                self.limits.check_store(stats.objects, stats.bytes, len(write.data))
+                check_store(self.limits, stats.objects, stats.bytes, len(write.data))
             record = ArtifactRecord(
                 ref=write.ref,
                 size=len(write.data),

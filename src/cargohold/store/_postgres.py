@@ -120,6 +120,7 @@ from cargohold.store._core import (
     RECORD_COLUMNS,
     RECORD_WIDTH,
     PreparedWrite,
+    check_store,
     check_tenant,
     chunk_digests,
     clip_range,
@@ -706,7 +707,7 @@ class PostgresStore:
                 return None
             if replacing is None:
                 self.limits.check_session(int(objects), int(held), len(write.data))
-                self.limits.check_store(int(blobs), int(stored), len(write.data))
+                check_store(self.limits, int(blobs), int(stored), len(write.data))
         upload = _Upload(self._bucket().new_nonce(), replacing)
         conn.execute(self._sql.announce_upload, {"object": upload.nonce, "digest": digest})
         return upload
@@ -804,8 +805,8 @@ class PostgresStore:
                 # Last before commit: the counters row is the one lock every new blob shares.
                 counted = conn.execute(self._sql.count_blob, {"size": len(write.data)}).fetchone()
                 objects, held = counted if counted is not None else (0, 0)
-                self.limits.check_store(
-                    int(objects) - 1, int(held) - len(write.data), len(write.data)
+                check_store(
+                    self.limits, int(objects) - 1, int(held) - len(write.data), len(write.data)
                 )
         if live is not None:
             # The bytes went back under the record the owner already had (a new blob row, or
@@ -917,7 +918,7 @@ class PostgresStore:
             # authoritative check runs under the lock just before commit.
             counters = conn.execute(self._sql.store_counters).fetchone()
             if counters is not None:
-                self.limits.check_store(int(counters[0]), int(counters[1]), size)
+                check_store(self.limits, int(counters[0]), int(counters[1]), size)
             params = {
                 **key,
                 "size": size,

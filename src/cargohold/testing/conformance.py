@@ -1291,6 +1291,30 @@ def test_a_tenant_over_its_byte_quota_is_refused_while_another_tenant_still_writ
     assert store.tenant_usage(ALICE) == store.tenant_usage(MALLORY) == Usage(1, 100)
 
 
+def test_a_store_quota_refusal_tells_a_tenant_nothing_of_what_other_tenants_hold(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open(Limits(store_bytes=10_000, store_objects=4))
+    for size, seed in ((7_777, 37), (1_111, 38), (11, 39)):
+        ScopedStore(store, MALLORY).put(body(size, seed=seed))
+    alice = ScopedStore(store, ALICE)
+
+    refusals = []
+    with pytest.raises(LimitExceededError) as raised:
+        alice.put(body(2_000, seed=40))
+    refusals.append(raised.value)
+    alice.put(b"x")
+    with pytest.raises(LimitExceededError) as raised:
+        alice.put(b"y")
+    refusals.append(raised.value)
+
+    assert [exc.reason for exc in refusals] == ["store_bytes", "store_objects"]
+    for exc in refusals:
+        text = str(exc).replace(",", "")
+        for figure in ("7777", "1111", "8899", "8900", "10899", "store holds", "would hold"):
+            assert figure not in text
+
+
 def test_a_tenant_over_its_object_quota_is_refused_but_may_reuse_its_own_blobs(
     store_case: StoreCase,
 ) -> None:
