@@ -9,8 +9,9 @@ and serialized is too late. So the evaluation itself is bounded:
 
 - *work*: every node the interpreter visits, and every element a node or a function builds or
   scans in C (a flatten, a slice, ``sort``, ``keys``, ``merge``, ``contains``, an equality between
-  containers), is a step; past :func:`step_limit` steps (a fixed allowance plus a few per byte
-  of the body, so a query that walks a large document once still runs) the evaluation stops;
+  containers), is a step; past :func:`step_limit` steps (a fixed allowance plus one per two
+  bytes of the body, so a query that walks a large document a few times still runs) the
+  evaluation stops;
 - *size*: a string built while evaluating (``to_string``, ``join``) is measured before it is
   built, and the answer's JSON is measured (a lower bound, in at most ``budget`` steps however
   much of it is shared) before it is written: over the budget, it is never written;
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 MAX_DEPTH: Final = 120
 """Levels of nesting an expression may have (each takes a few interpreter frames)."""
 BASE_STEPS: Final = 100_000
-"""Steps every query may take, whatever the body's size (a step costs about 3 us)."""
+"""Steps every query may take, whatever the body's size (a step costs 1-3 us here)."""
 BYTES_PER_STEP: Final = 2
 """Further steps, one per this many bytes of the body: a query that walks a big document a few
 times still runs (a filter and a projection over a list of records take about one step per 10
@@ -125,6 +126,8 @@ def evaluate(compiled: Any, document: Any, *, budget: int, body_bytes: int) -> s
     Raises:
         QueryLimit: over a bound (the answer's size, the steps, the depth, the deadline).
         QueryFailed: a runtime error of the expression on this document.
+        RecursionError: a value of the document nested almost as deep as Python recurses, met
+            while comparing or writing it (the caller says the document is too deep).
     """
     interpreter = _Interpreter(step_limit(body_bytes), max(4 << 20, 2 * body_bytes))
     try:
@@ -144,8 +147,6 @@ def evaluate(compiled: Any, document: Any, *, budget: int, body_bytes: int) -> s
             "an expression reference (&field) is an argument of sort_by, min_by, max_by or map, "
             "not a value of the answer"
         ) from None
-    except RecursionError:  # a value nested almost as deep as the JSON parser allows
-        raise QueryLimit("depth") from None
     except ValueError as exc:  # a number too long to write (Python's 4,300-digit limit)
         if isinstance(exc, jmespath.exceptions.JMESPathError):
             raise QueryFailed(_short(type(exc).__name__)) from None
