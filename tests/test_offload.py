@@ -850,6 +850,16 @@ def test_an_offloaded_result_records_the_kind_and_class_its_stub_states(
     assert f"kind {kind} | class {classification}" in result.stub.text
 
 
+def test_a_png_given_as_octet_stream_is_recorded_as_the_png_it_is(hold: cargohold.Hold) -> None:
+    # application/octet-stream says "some bytes": the bytes themselves say more.
+    result = hold.offload(_png(120, 120), tool="blob", media_type="application/octet-stream")
+
+    assert result.ref is not None
+    record = hold.info(result.ref).record
+    assert record is not None
+    assert record.media_type == "image/png"
+
+
 def test_a_media_type_the_caller_gives_is_kept_not_sniffed(hold: cargohold.Hold) -> None:
     result = hold.offload(_png(120, 120), tool="blob", media_type="application/x-custom")
 

@@ -45,7 +45,7 @@ from cargohold._events import (
     record,
 )
 from cargohold._facade import ScopedStore
-from cargohold._records import KiB, Sensitivity, normalize_media_type
+from cargohold._records import DEFAULT_MEDIA_TYPE, KiB, Sensitivity, normalize_media_type
 from cargohold._ref import Ref
 from cargohold._secrets import (
     SecretFinding,
@@ -164,11 +164,17 @@ def _bytes_media_type(textual: bool) -> str:
 def media_type_of(data: bytes, media_type: str | None = None) -> str:
     """The normalized media type :meth:`Offloader.offload` stores ``data`` (bytes) under: the
     one given, else the one the bytes prove, else plain text or ``application/octet-stream``."""
-    if media_type:
+    if not _unnamed(media_type):
         return normalize_media_type(media_type)
     with CPU_BOUND:
         sniffed = sniff_media_type(data)
-    return normalize_media_type(sniffed or _bytes_media_type(looks_textual(data)))
+    return normalize_media_type(sniffed or media_type or _bytes_media_type(looks_textual(data)))
+
+
+def _unnamed(media_type: str | None) -> bool:
+    """No media type given, or only ``application/octet-stream`` ("some bytes"), which names
+    nothing the bytes themselves cannot improve on."""
+    return media_type is None or normalize_media_type(media_type) == DEFAULT_MEDIA_TYPE
 
 
 class Offloader:
@@ -316,9 +322,9 @@ class Offloader:
         Args:
             value: The tool's result: text, bytes, or JSON-serializable data.
             tool: The producing tool's name (per-tool threshold, stub, event).
-            media_type: A media type hint. When omitted, text and bytes are stored under the
-                type their bytes prove (PNG, PDF, gzip, JSON... by
-                :func:`cargohold.projection.sniff_media_type`), else plain text or
+            media_type: A media type hint. When omitted (or ``application/octet-stream``),
+                text and bytes are stored under the type their bytes prove (PNG, PDF, gzip,
+                JSON... by :func:`cargohold.projection.sniff_media_type`), else plain text or
                 ``application/octet-stream``; other values as ``application/json``.
             sensitivity: ``public``, ``internal`` or ``restricted``; the refused kinds
                 (``secret``, ``credential``, ``raw_auth``) give ``rejected`` at any size.
@@ -397,7 +403,7 @@ class Offloader:
             )
             return OffloadResult(OffloadOutcome.INLINE, reason, inline, None, None, event, redacted)
         with CPU_BOUND:  # a parse of the body at most, as the projection's
-            if media_type is None and isinstance(value, str | bytes | bytearray | memoryview):
+            if _unnamed(media_type) and isinstance(value, str | bytes | bytearray | memoryview):
                 # What the bytes prove (a PNG, a PDF, JSON text), so the record says what the
                 # stub says; the defaults stand when they leave doubt.
                 media = normalize_media_type(sniff_media_type(data) or media)
