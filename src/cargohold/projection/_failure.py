@@ -36,6 +36,15 @@ _FRAME = re.compile(
     rb"|^\s+\.\.\. \d+ more\s*$|^[\w/.\\-]+\.py:\d+: |^\s+/\S+\.go:\d+"
 )
 _INDENT = (b"\t", b" ")
+# Necessary conditions of the three patterns, checked first because they cost a fraction of a
+# match: each pattern's alternatives start with one of these bytes (after leading whitespace for
+# the test pattern's), or hold one of these words. A line failing a prefilter cannot match its
+# pattern, so the classification is exactly the patterns' own.
+_INDENT_BYTES = frozenset(b"\t ")
+_TEST_STARTS = frozenset(b"-FE_n\xe2")
+_EXCEPTION_STARTS = frozenset(b"ETp")
+_EXCEPTION_WORD = re.compile(rb"Error|Exception|Failure|Throwable|Exit|Interrupt|Fault|Warning")
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")
 _HEAD_LINES = 40
 _TAIL_LINES = 60
 _KEY_MAX = 4000
@@ -94,23 +103,27 @@ def project_failure(data: bytes, detection: Detection, budget: int) -> str:
         message_follows, after_exception = after_exception, False
         # A frame line (``\tat a.b.C(C.java:1)``), most of a trace, skips the test and exception
         # patterns: neither can match a line that opens with "at " and ends with its frame.
-        if raw[:1] in _INDENT and raw.lstrip()[:3] == b"at " and _FRAME.match(raw):
+        first = raw[0] if raw else -1
+        stripped = raw.lstrip() if first in _SPACE else raw
+        if first in _INDENT_BYTES and stripped[:3] == b"at " and _FRAME.match(raw):
             counts["frames"] += 1
             if frames_in_trace < _FRAMES_PER_TRACE and len(frames) < _KEY_MAX:
                 frames.append(_line(number, raw))
             frames_in_trace += 1
-        elif _TEST.match(raw):
+        elif (stripped[:1] == b"" or stripped[0] in _TEST_STARTS or b"<<< " in raw) and _TEST.match(
+            raw
+        ):
             counts["tests"] += 1
             if len(tests) < _KEY_MAX:
                 tests.append(_line(number, raw))
             frames_in_trace = 0
-        elif _EXCEPTION.match(raw):
+        elif (first in _EXCEPTION_STARTS or _EXCEPTION_WORD.search(raw)) and _EXCEPTION.match(raw):
             counts["errors"] += 1
             if len(errors) < _KEY_MAX:
                 errors.append(_line(number, raw))
             frames_in_trace = 0
             after_exception = True
-        elif _FRAME.match(raw):
+        elif (first in _SPACE or b".py:" in raw) and _FRAME.match(raw):
             counts["frames"] += 1
             if frames_in_trace < _FRAMES_PER_TRACE and len(frames) < _KEY_MAX:
                 frames.append(_line(number, raw))
