@@ -487,6 +487,26 @@ def test_a_key_in_json_text_escaped_again_and_again_is_found_and_redacted(
     assert [r for r in records if r["id"] == -1] == [{"id": -1, "key": "[REDACTED:private_key]"}]
 
 
+@pytest.mark.parametrize("layers", [1, 2, 3])
+@pytest.mark.parametrize("name", sorted(FAKES))
+def test_every_kind_on_its_own_line_of_a_json_string_wrapped_again_is_found_and_redacted(
+    name: str, layers: int
+) -> None:
+    fake = _fake(name, seed=layers)
+    text = json.dumps({"log": f"starting\n{fake.text}\r\n\tdone"})
+    data = _wrapped(text, layers).encode()
+
+    findings = find_secrets(data)
+
+    assert [f.kind for f in findings] == list(fake.kinds)
+    redacted = redact_secrets(data, findings).decode()
+    _assert_shows_no_value(redacted, fake.values)
+    log = _unwrapped(redacted, layers)["log"]  # every layer still parses
+    assert log.startswith("starting\n")
+    assert log.endswith("\r\n\tdone")
+    assert log.count("[REDACTED:") == len(fake.kinds)
+
+
 @pytest.mark.parametrize("name", ["aws_akia", "github_ghp", "jwt", "npm_token", "gitlab_pat"])
 def test_a_token_at_the_start_of_an_escaped_line_is_found(name: str) -> None:
     fake = _fake(name, seed=9)

@@ -297,11 +297,15 @@ def _assignment(match: bytes) -> list[_Value]:
     rest = match[equals + 1 :]
     start = equals + 1 + len(rest) - len(rest.lstrip(b"\t \\\"'"))
     end = len(match) - 1 if match[-1:] and match[-1] in _VALUE_ENDS else len(match)
-    return (
-        [(SecretKind.SECRET_ASSIGNMENT, start, end)]
-        if _is_assigned_secret(match[start:end])
-        else []
-    )
+    value = match[start:end]
+    # An AWS secret key's own name (an escaped line break puts this rule's match first, before
+    # the AWS rule's at the name): the more precise kind.
+    if _AWS_SECRET_NAME.search(name) and len(value) == 40 and _has_mixed_classes(value):
+        return [(SecretKind.AWS_SECRET_ACCESS_KEY, start, end)]
+    return [(SecretKind.SECRET_ASSIGNMENT, start, end)] if _is_assigned_secret(value) else []
+
+
+_AWS_SECRET_NAME = re.compile(rb"aws_?secret(?:_?access)?_?key|secret_?access_?key")
 
 
 # -- the rules --------------------------------------------------------------------------------
