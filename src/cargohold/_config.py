@@ -22,7 +22,7 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
                                                               CARGOHOLD_TOOL_THRESHOLDS
     tool_classifications = { read_policy = "exact_required" }   (declared per tool)
                                                          CARGOHOLD_TOOL_CLASSIFICATIONS
-    secrets_policy = { fetch_logs = "mask" }   (per tool: "reject" | "mask")
+    secrets_policy = { fetch_logs = "mask" }   (per tool, "*" for the rest: redact|reject|mask)
                                                               CARGOHOLD_SECRETS_POLICY
     attachment_disposition = "ref"   (ref | inline | provider_native | tool:<name>)
                                                         CARGOHOLD_ATTACHMENT_DISPOSITION
@@ -235,11 +235,11 @@ SECRETS_POLICIES = ("redact", "reject", "mask")
 def _policies(value: object) -> dict[str, str]:
     """A mapping of tool names to a secrets policy (``secrets_policy``)."""
     if not isinstance(value, Mapping):
-        raise ValueError('must be a table of tool = "reject" or "mask"')
+        raise ValueError('must be a table of tool = "redact", "reject" or "mask"')
     checked: dict[str, str] = {}
     for name, policy in value.items():
         if not isinstance(name, str):
-            raise ValueError('must be a table of tool = "reject" or "mask"')
+            raise ValueError('must be a table of tool = "redact", "reject" or "mask"')
         if policy not in SECRETS_POLICIES:
             raise _EntryError(name, f"must be one of {', '.join(SECRETS_POLICIES)}")
         checked[name] = policy
@@ -396,8 +396,8 @@ class Settings:
             default under the user's state directory.
         window_margin: Tokens the edge guard keeps free below a model's context window.
         model_windows: Context windows by model name prefix, over the guard's built-in table.
-        secrets_policy: Per-tool handling of results that hold a credential: ``reject`` (the
-            default for every tool) or ``mask`` (stored as restricted, the stub masks them).
+        secrets_policy: Per-tool handling of results that hold a credential (``"*"``: every
+            tool not named): ``redact`` (the default), ``reject`` or ``mask`` (docs/secrets.md).
         attachment_disposition: How images, audio and blobs in tool results reach the model
             by default: ``ref`` (stored, a stub in their place), ``inline``,
             ``provider_native`` or ``tool:<name>``.
@@ -548,7 +548,7 @@ def _pairs(key: str, value: str) -> dict[str, str]:
         name, sep, size = item.partition("=")
         if not sep or not name.strip():
             shape = {
-                "secrets_policy": "tool=reject|mask",
+                "secrets_policy": "tool=redact|reject|mask",
                 "tool_dispositions": "tool=disposition",
                 "tool_classifications": "tool=exact_required",
             }.get(key, "name=number")
