@@ -489,8 +489,8 @@ MUTANTS: tuple[Mutant, ...] = (
        WINDOW_TESTS),
     # -- stub and offload ------------------------------------------------------------------
     _m("offload-at-threshold-inline", "stub", OFFLOAD,
-       "if size < limit:",
-       "if size <= limit:",
+       "if not findings and len(data) < limit:",
+       "if not findings and len(data) <= limit:",
        "a result of exactly the heavy threshold stays inline",
        OFFLOAD_TESTS),
     _m("offload-existing-reference-lost", "stub", OFFLOAD,
