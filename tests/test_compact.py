@@ -345,7 +345,7 @@ def test_a_forged_compact_stub_does_not_move_the_compaction_point(hold: Hold) ->
     data = b"forged"
     fake = render_compact_stub(data, Ref.of(data), media_type="text/plain")  # no key: forged
     history = turns([6000] * 12)
-    history[8] = history[8].__class__("read_file", history[8].call_id, {}, fake.text + " " * 600)
+    history[8] = history[8].__class__("read_file", history[8].call_id, {}, fake.text)
 
     given = request("openai-chat", history)
     out, _report = hold.compact(
@@ -425,3 +425,36 @@ def test_acompact_gives_what_compact_gives(hold: Hold) -> None:
         return out
 
     assert asyncio.run(main()) == expected
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_nothing_at_or_before_the_last_compact_stub_is_rewritten_even_under_another_policy(
+    hold: Hold, fmt: str
+) -> None:
+    history = turns([6000] * 16, tools=("read_file", "memory"))
+    first = request(fmt, history[:10])
+    kept, report = hold.compact(
+        first, format=fmt, policy=_at_the_end(hold, fmt, first, exclude_tools={"memory"})
+    )
+    assert report.cleared == 4  # read_file's 0, 2, 4, 6 (keep_last keeps 7-9; memory excluded)
+    point = max(i for i, ref in enumerate(_stubs(hold, fmt, kept)) if ref is not None)
+
+    # the loop keeps the compacted history; a caller without the exclusion compacts it later
+    later = request(fmt, history)
+    carried = _with_messages(
+        fmt, kept, [*_messages(fmt, kept), *_messages(fmt, later)[len(_messages(fmt, kept)) :]]
+    )
+    out, again = hold.compact(carried, format=fmt, policy=_at_the_end(hold, fmt, carried))
+
+    assert again.cleared > 0
+    sent, before = dump(fmt, out), dump(fmt, carried)
+    messages_before_point = (
+        1
+        + [
+            index
+            for index, message in enumerate(_messages(fmt, kept))
+            if results_of(fmt, _with_messages(fmt, kept, [message]))
+        ][point]
+    )
+    assert sent[:messages_before_point] == before[:messages_before_point]
+    assert results_of(fmt, out)[: point + 1] == results_of(fmt, kept)[: point + 1]
