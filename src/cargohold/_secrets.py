@@ -3,9 +3,11 @@
 A vetted rule set of high-confidence kinds, compiled into one RE2 alternation and run over the
 bytes once (linear time, whatever the input). Each rule matches a shape that only a credential
 has (a fixed prefix such as ``AKIA`` or ``ghp_``, a PEM private-key block, a JWT whose header
-decodes to JSON, an ``Authorization`` header, a password in a URL), so that ordinary logs, JSON,
-CSV, HTML, code and base64 raise no false alarm. The few rules whose shape alone is not enough
-(a bearer token, a basic-auth header, a URL password, a JWT) confirm a match in Python. Clean
+decodes to JSON, an ``Authorization`` header, a password in a URL, a password assigned on a line
+of its own), so that ordinary logs, JSON, CSV, HTML, code and base64 raise no false alarm. The
+bytes are scanned as they are stored: inside JSON strings, however many times escaped. The rules
+whose shape alone is not enough (a bearer token, a basic-auth header, a URL password, a JWT, an
+assigned password) confirm a match in Python. Clean
 bytes cost one pass of the automaton (about 2 ms per MiB here); each match, a few tens of
 microseconds more (``python -m bench secrets``; docs/secrets.md).
 
@@ -16,8 +18,12 @@ here, a thousand times a durable put of the same bytes. Its keyword and high-ent
 left out on purpose: they flag any long random-looking string (hashes, ids, base64 data).
 
 A finding names the kind, the 1-based line and the byte span, never the value: there is no field
-that could hold it. :func:`mask_secrets` gives a copy of the bytes with every found span
-overwritten (same length, line breaks kept), for a preview when storing is allowed.
+that could hold it. Two rewritings: :func:`redact_secrets` replaces each span by a marker of its
+kind, keeping its line breaks (what the default ``redact`` policy stores), and
+:func:`mask_secrets` overwrites each span in place, same length (the ``mask`` policy's views of
+exact bytes). :func:`policy_for`, :func:`screen_bytes`, :func:`screen_put` and
+:func:`screen_text` apply a policy for the surfaces that store or show bytes without the offload
+seam (``cargohold put``; an MCP part's ``_meta`` and links).
 """
 
 from __future__ import annotations
