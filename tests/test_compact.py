@@ -458,3 +458,36 @@ def test_nothing_at_or_before_the_last_compact_stub_is_rewritten_even_under_anot
     )
     assert sent[:messages_before_point] == before[:messages_before_point]
     assert results_of(fmt, out)[: point + 1] == results_of(fmt, kept)[: point + 1]
+
+
+class _FailingPuts:
+    """A backend around a MemoryStore whose puts fail while ``down`` (the store unavailable)."""
+
+    def __init__(self, inner: cargohold.MemoryStore) -> None:
+        self._inner = inner
+        self.limits = inner.limits
+        self.down = True
+
+    def put(self, scope: Any, data: bytes, put: Any) -> Any:
+        if self.down:
+            raise cargohold.StoreUnavailableError("down")
+        return self._inner.put(scope, data, put)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_results_the_store_cannot_take_stay_whole_and_nothing_is_lost() -> None:
+    backend = _FailingPuts(cargohold.MemoryStore())
+    given = request("anthropic", turns([6000] * 12))
+    # the wrapper forwards the protocol through __getattr__, which a type checker cannot see
+    with cargohold.open(backend, session="s") as hold:  # type: ignore[arg-type]
+        policy = _at_the_end(hold, "anthropic", given)
+        out, report = hold.compact(given, format="anthropic", policy=policy)
+
+        assert out is given  # every result kept whole, the request as it was
+        assert (report.changed, report.kept, report.compactions) == (False, 9, 0)
+
+        backend.down = False  # back: the same request now compacts
+        out, report = hold.compact(given, format="anthropic", policy=policy)
+        assert report.cleared == 9
