@@ -386,6 +386,20 @@ def test_tool_classifications_are_read_from_the_file_and_the_environment(project
     assert from_env.tool_classifications == {"recall": "exact_required"}
 
 
+def test_the_tenant_quota_is_unset_by_default_and_configured_from_the_file_or_environment(
+    project: Path,
+) -> None:
+    unset = load_settings(environ={}, cwd=project).limits
+    _write(project / "cargohold.toml", "tenant_bytes = 1048576\n")
+
+    configured = load_settings(environ={"CARGOHOLD_TENANT_OBJECTS": "500"}, cwd=project).limits
+
+    assert (unset.tenant_bytes, unset.tenant_objects) == (None, None)
+    assert (configured.tenant_bytes, configured.tenant_objects) == (1048576, 500)
+    with pytest.raises(ConfigError):
+        load_settings({"tenant_objects": 0}, environ={}, cwd=project)
+
+
 def test_a_threshold_of_exactly_the_largest_read_is_accepted(project: Path) -> None:
     settings = load_settings(
         {"heavy_threshold": 1048576, "tool_thresholds": {"fetch": 1048576}},

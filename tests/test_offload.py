@@ -555,6 +555,18 @@ def test_the_notice_of_a_result_over_a_session_quota_names_the_quota_and_its_set
     assert "retry" not in notice.lower()
 
 
+def test_a_result_over_the_tenant_quota_is_rejected_with_the_tenant_reason_and_setting() -> None:
+    scoped = ScopedStore(MemoryStore(limits=Limits(tenant_objects=1)), OWNER)
+    offloader = Offloader(scoped, threshold=1000)
+    offloader.offload(_log_text(2000, word="firstresult"))
+
+    refused = offloader.offload(_log_text(2000, word="secondresult"))
+
+    assert (refused.outcome, refused.reason) == (OffloadOutcome.REJECTED, Reason.TENANT_OBJECTS)
+    assert refused.event.reason is Reason.TENANT_OBJECTS
+    assert "this tenant's quota of 1 artifacts (tenant_objects)" in refused.text
+
+
 def test_content_over_the_session_quota_is_rejected_and_keeps_what_was_stored() -> None:
     scoped = ScopedStore(MemoryStore(limits=Limits(session_objects=1)), OWNER)
     offloader = Offloader(scoped, threshold=1000)

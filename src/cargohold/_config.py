@@ -15,6 +15,7 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     session = "run-1"                                                         CARGOHOLD_SESSION
     max_artifact_bytes = 16777216                                 CARGOHOLD_MAX_ARTIFACT_BYTES
     session_bytes, session_objects, store_bytes, store_objects   CARGOHOLD_SESSION_BYTES ...
+    tenant_bytes, tenant_objects   (unset: no tenant quota)         CARGOHOLD_TENANT_BYTES ...
     default_ttl = 86400    max_ttl = 604800   (seconds)          CARGOHOLD_DEFAULT_TTL ...
     sliding_ttl = false    (true: each resolved read extends the life)  CARGOHOLD_SLIDING_TTL
     heavy_threshold = 32768   (at most 1048576, the largest read)   CARGOHOLD_HEAVY_THRESHOLD
@@ -314,6 +315,8 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "session_objects": (_positive(_integer), _DEFAULTS.session_objects),
     "store_bytes": (_positive(_integer), _DEFAULTS.store_bytes),
     "store_objects": (_positive(_integer), _DEFAULTS.store_objects),
+    "tenant_bytes": (_positive(_integer), None),
+    "tenant_objects": (_positive(_integer), None),
     "default_ttl": (_positive(_number), _DEFAULTS.default_ttl),
     "max_ttl": (_positive(_number), _DEFAULTS.max_ttl),
     "sliding_ttl": (_boolean, False),
@@ -655,6 +658,8 @@ def load_settings(
             store_objects=model["store_objects"],
             default_ttl=model["default_ttl"],
             max_ttl=model["max_ttl"],
+            tenant_bytes=model["tenant_bytes"],
+            tenant_objects=model["tenant_objects"],
         )
     except CargoholdError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None

@@ -122,6 +122,8 @@ class Reason(enum.StrEnum):
     SESSION_BYTES = "session_bytes"
     STORE_OBJECTS = "store_objects"
     STORE_BYTES = "store_bytes"
+    TENANT_OBJECTS = "tenant_objects"
+    TENANT_BYTES = "tenant_bytes"
     SENSITIVITY = "sensitivity"
     CREDENTIAL_DETECTED = "credential_detected"  # rejected: the body holds a credential
     CREDENTIAL_MASKED = "credential_masked"  # offloaded: the tool's policy masks credentials
@@ -405,6 +407,8 @@ LIMIT_REASONS: Mapping[str, Reason] = {
     "session_bytes": Reason.SESSION_BYTES,
     "store_objects": Reason.STORE_OBJECTS,
     "store_bytes": Reason.STORE_BYTES,
+    "tenant_objects": Reason.TENANT_OBJECTS,
+    "tenant_bytes": Reason.TENANT_BYTES,
     "sensitivity": Reason.SENSITIVITY,
 }
 """The reason a refused write's event gives for each limit a store names."""

@@ -491,7 +491,7 @@ class Offloader:
         else:
             outcome, reason = OffloadOutcome.FAILED, Reason.STORE_ERROR
         if isinstance(exc, LimitExceededError) and exc.setting and exc.limit is not None:
-            notice = _limit_notice(exc.setting, exc.limit, reason, size, media_type, tool)
+            notice = _limit_notice(exc, exc.setting, exc.limit, reason, size, media_type, tool)
         else:
             notice = render_notice(
                 outcome=outcome.value,
@@ -632,21 +632,29 @@ _QUOTAS = {
     "session_objects": ("this session's quota", "artifacts"),
     "store_bytes": ("the store's quota", "bytes"),
     "store_objects": ("the store's quota", "artifacts"),
+    "tenant_bytes": ("this tenant's quota", "bytes"),
+    "tenant_objects": ("this tenant's quota", "artifacts"),
 }
 """What each limit is, for the notice: its name and unit."""
 
 
 def _limit_notice(
-    setting: str, limit: int, reason: Reason, size: int, media_type: str, tool: str | None
+    exc: LimitExceededError,
+    setting: str,
+    limit: int,
+    reason: Reason,
+    size: int,
+    media_type: str,
+    tool: str | None,
 ) -> str:
     """The bounded notice for a result refused by a store limit: the result's real size, the
     limit, and the setting that raises it (never "retry later": the same call meets the same
-    limit). Well under 1 KiB."""
+    limit). Well under 1 KiB. The limit is described by the store's own reason (``exc``)."""
     source = f"tool {tool}" if tool else "a tool"
-    what, unit = _QUOTAS.get(reason.value, ("a store limit", "bytes"))
+    what, unit = _QUOTAS.get(exc.reason, ("a store limit", "bytes"))
     advice = (
         "Narrow the call so that it returns less"
-        if reason is Reason.ARTIFACT_TOO_LARGE
+        if exc.reason == "artifact_too_large"
         else "Let older artifacts expire (`cargohold gc` removes expired ones)"
     )
     return (

@@ -85,6 +85,10 @@ class Limits:
         store_objects: Distinct blobs the whole store may hold (until gc).
         default_ttl: Seconds an artifact lives when the writer names no TTL.
         max_ttl: The longest TTL a writer may ask for.
+        tenant_bytes: Bytes one tenant's distinct blobs may hold (until gc); ``None``: no
+            tenant quota, the store quota alone binds (a store shared by tenants should set
+            one, or one tenant can fill the store for all).
+        tenant_objects: Distinct blobs one tenant may hold (until gc); ``None``: no quota.
     """
 
     max_artifact_bytes: int = 16 * MiB
@@ -94,6 +98,8 @@ class Limits:
     store_objects: int = 2048
     default_ttl: float = 24 * HOUR
     max_ttl: float = 7 * DAY
+    tenant_bytes: int | None = None
+    tenant_objects: int | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -106,6 +112,12 @@ class Limits:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise UsageError(f"limit {name} must be a positive integer")
+        for name in ("tenant_bytes", "tenant_objects"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value <= 0
+            ):
+                raise UsageError(f"limit {name} must be a positive integer or None")
         if not 0 < self.default_ttl <= self.max_ttl:
             raise UsageError("default_ttl must be positive and at most max_ttl")
 
