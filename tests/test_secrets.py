@@ -586,6 +586,23 @@ def test_the_corpus_and_the_code_fixtures_raise_no_alarm() -> None:
     assert {name: text for name, text in alarms.items() if text} == {}
 
 
+def test_the_corpus_and_the_code_fixtures_escaped_in_json_once_or_twice_raise_no_alarm() -> None:
+    # The escape-tolerant rules see every text as an MCP server's structuredContent would
+    # carry it ({"result": text}, and that again): still no alarm.
+    alarms = {}
+    for name, data in _corpus_files():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # binary: never carried as a JSON string
+            continue
+        for layers in (1, 2):
+            findings = find_secrets(_wrapped(text, layers).encode())
+            if findings:
+                alarms[f"{name} x{layers}"] = describe_findings(findings)
+
+    assert alarms == {}
+
+
 def test_random_binary_and_base64_raise_no_alarm() -> None:
     raw = random.Random(3).randbytes(2 * 1024 * KiB)
 
