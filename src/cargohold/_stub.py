@@ -371,19 +371,28 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 _PREVIEW_BYTES = 96
 
 
-def _first_line(data: bytes, limit: int) -> str:
-    """The first non-blank line of a text body, cut to ``limit`` bytes on a character edge,
-    shown as a JSON string (quotes and control characters escaped: one line, whatever it
-    holds); empty for a binary body."""
+def _first_line(data: bytes, room: int) -> str:
+    """The first non-blank line of a text body as a JSON string (quotes and control characters
+    escaped: one line, whatever it holds) of at most ``room`` bytes, its text cut to at most
+    :data:`_PREVIEW_BYTES` on a character edge (``...`` marks a cut); empty for a binary body
+    or when not even a few characters fit."""
     if not looks_textual(data):
         return ""
     for raw in data[:4096].splitlines():
         line = raw.strip()
-        if line:
+        if not line:
+            continue
+        limit = min(_PREVIEW_BYTES, room)
+        while limit >= 8:
             text = cut_utf8(line, limit).decode("utf-8", "replace")
             if len(text.encode("utf-8", "surrogatepass")) < len(line):
                 text += "..."
-            return json.dumps(text, ensure_ascii=False)
+            quoted = json.dumps(text, ensure_ascii=False)
+            over = utf8_len(quoted) - room
+            if over <= 0:
+                return quoted
+            limit -= max(1, over)  # escapes take more than one byte: cut again, shorter
+        return ""
     return ""
 
 
@@ -404,12 +413,13 @@ def render_compact_stub(
     A genuine ``light`` stub (:func:`parse_stub` accepts it, so does the guard) of at most
     :data:`COMPACT_STUB_BYTES`: the reference, the tool's name and the call's id (when they
     are short identifiers), size, media type and an estimate of the tokens, the body's first
-    line (at most 96 bytes, verbatim, as a JSON string), and the read tools, search first::
+    line (at most 96 bytes, verbatim, as a JSON string, when there is room), and the read tools,
+    search first::
 
         [cargohold] artifact://sha256/<64 hex>
         cleared tool result | tool read_file | call toolu_01 | text/x-python | 24,310 bytes | about 5,654 tokens
         first line: "import os"
-        find it: artifact_search(query) | read it: artifact_read(ref, offset, length) | ...
+        find it: artifact_search(query) | read it: artifact_read(ref, offset, length), artifact_grep(ref, pattern)
         [cargohold] end of stub | budget light | check 1a2b3c4d5e6f7a8b
 
     The bytes must already be stored under ``ref``. Same bytes, same facts, same key: the same
@@ -444,15 +454,18 @@ def render_compact_stub(
     shown_type = fit(media_type, 80)
     facts += [shown_type, f"{size:,} bytes", f"about {tokens:,} tokens"]
     tools = read_tools
-    hint = (
-        f"find it: {tools.search}(query) | read it: {tools.read}(ref, offset, length) | "
-        f"{tools.lines}(ref, start_line, end_line) | {tools.grep}(ref, pattern)\n"
-    )
+    # The read tools' schemas are in the request: the stub names the few that matter for an
+    # old result, in as few bytes as will do (a run carries dozens of these stubs).
+    if found.kind == "binary":  # lines and grep answer a binary body "unsupported"
+        reads = f"{tools.read}(ref, offset, length) (base64 pages)"
+    else:
+        reads = f"{tools.read}(ref, offset, length), {tools.grep}(ref, pattern)"
+    hint = f"find it: {tools.search}(query) | read it: {reads}\n"
     head = f"{MARKER} {ref}\n{' | '.join(facts)}\n"
     closing = f"{MARKER} end of stub | budget {Budget.LIGHT.label} | check "
     room = COMPACT_STUB_BYTES - utf8_len(head) - utf8_len(hint) - utf8_len(closing) - 16
-    line = _first_line(data, min(_PREVIEW_BYTES, room - 20))
-    preview = f"first line: {line}\n" if line and utf8_len(line) + 13 <= room else ""
+    line = _first_line(data, room - 13)  # 13: "first line: " and its newline
+    preview = f"first line: {line}\n" if line else ""
     body = head + preview + hint
     text = f"{body}{closing}{_check(body, secret)}"
     if utf8_len(text) > COMPACT_STUB_BYTES:  # fixed parts and bounded facts: never
