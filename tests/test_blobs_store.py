@@ -404,3 +404,24 @@ def test_wrong_credentials_are_a_store_error_naming_no_credential_endpoint_or_bu
         assert repr(store._tier) == "ObjectTier()"
     finally:
         store.close()
+
+
+def test_gc_without_the_permission_to_list_the_bucket_still_collects_what_the_rows_name(
+    open_store: Any, blobs: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cargohold.store._blobs import ObjectTier
+
+    store = open_store()
+    ScopedStore(store, ALICE).put(body(100 * KiB, 41), ttl=60)
+
+    def refused(self: ObjectTier) -> Any:
+        raise StoreError("the object store refused the credentials or lacks a permission")
+        yield  # a generator, as the real listing is
+
+    clock.advance(120)
+    with monkeypatch.context() as patched:
+        patched.setattr(ObjectTier, "listing", refused)
+        report = store.gc()
+
+    assert (report.artifacts, report.blobs) == (1, 1)
+    assert objects(blobs) == []

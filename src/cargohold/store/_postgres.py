@@ -1255,7 +1255,14 @@ class PostgresStore:
         and no intent read afterwards, is one no writer can still commit (a crash's or a
         reaped upload's leftover). Keys the store did not make are never touched.
         """
-        listed = [entry for entry in tier.listing() if entry is not None]
+        try:
+            listed = [entry for entry in tier.listing() if entry is not None]
+        except StoreUnavailableError:
+            raise
+        except StoreError:
+            # A role without s3:ListBucket: gc still collects what the rows say; orphans stay
+            # for a role that may list (verify needs the permission too, and says so).
+            return
         if not listed:
             return
         known = {str(obj) for (obj,) in conn.execute(self._sql.intents)}
