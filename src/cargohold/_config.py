@@ -37,6 +37,8 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     compaction_clear_at_least = 20000    compaction_min_result_bytes = 1024
     compaction_exclude_tools = ["memory"]   compaction_clear_tool_inputs = false
                                                   CARGOHOLD_COMPACTION_TRIGGER_TOKENS ...
+    gateway_upstream = "https://api.anthropic.com"   gateway_port = 8787   gateway_compact = false
+                                   (cargohold gateway)  CARGOHOLD_GATEWAY_UPSTREAM ...
 """
 
 from __future__ import annotations
@@ -340,6 +342,10 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "compaction_exclude_tools": (_names, ()),
     "compaction_clear_tool_inputs": (_boolean, False),
     "compaction_min_result_bytes": (_not_negative, 1024),
+    # cargohold gateway (docs/gateway.md): its upstream base URL (None: the provider's own)
+    "gateway_upstream": (_text, None),
+    "gateway_port": (_positive(_integer, most=65535), 8787),
+    "gateway_compact": (_boolean, False),
 }
 """Every configuration key: its check (which also converts environment text) and its default.
 
@@ -411,6 +417,10 @@ class Settings:
         compaction_trigger_tokens: :meth:`~cargohold.Hold.compact`'s default trigger (see
             :class:`cargohold.CompactionPolicy`, whose fields the other ``compaction_*``
             settings are too).
+        gateway_upstream: ``cargohold gateway``'s upstream base URL (``None``: each
+            provider's own API).
+        gateway_port: The port ``cargohold gateway`` listens on (loopback).
+        gateway_compact: Whether ``cargohold gateway`` compacts each request.
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -440,6 +450,9 @@ class Settings:
     compaction_exclude_tools: tuple[str, ...] = ()
     compaction_clear_tool_inputs: bool = False
     compaction_min_result_bytes: int = 1024
+    gateway_upstream: str | None = None
+    gateway_port: int = 8787
+    gateway_compact: bool = False
     blobs: str | None = dataclasses.field(default=None, repr=False)
     blobs_threshold: int = 64 * 1024
     source: Path | None = None
@@ -696,6 +709,9 @@ def load_settings(
         compaction_exclude_tools=model["compaction_exclude_tools"],
         compaction_clear_tool_inputs=model["compaction_clear_tool_inputs"],
         compaction_min_result_bytes=model["compaction_min_result_bytes"],
+        gateway_upstream=model["gateway_upstream"] or None,
+        gateway_port=model["gateway_port"],
+        gateway_compact=model["gateway_compact"],
         blobs=model["blobs"],
         blobs_threshold=model["blobs_threshold"],
         source=source,
