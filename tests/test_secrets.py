@@ -1219,6 +1219,19 @@ def test_the_secrets_policy_is_read_from_the_environment(
     assert result.reason is Reason.CREDENTIAL_MASKED
 
 
+def test_a_star_entry_is_read_from_the_environment(
+    scoped: ScopedStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CARGOHOLD_SECRETS_POLICY", "*=reject,tail_log=mask")
+
+    offloader = Offloader(scoped)
+
+    assert offloader.secrets_policy_for("fetch") == "reject"
+    assert offloader.secrets_policy_for("tail_log") == "mask"
+    assert offloader.offload(_fake("jwt").text, tool="fetch").reason is Reason.CREDENTIAL_DETECTED
+
+
 def test_the_secrets_policy_is_read_from_the_configuration_file(tmp_path: Path) -> None:
     (tmp_path / "cargohold.toml").write_text('[secrets_policy]\ntail_log = "mask"\n')
 
