@@ -491,3 +491,90 @@ def test_results_the_store_cannot_take_stay_whole_and_nothing_is_lost() -> None:
         backend.down = False  # back: the same request now compacts
         out, report = hold.compact(given, format="anthropic", policy=policy)
         assert report.cleared == 9
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_request_whose_heavy_results_were_all_cleared_passes_the_edge_guard(
+    hold: Hold, fmt: str
+) -> None:
+    given = request(fmt, turns([40_000] * 4))  # each over the 32 KiB heavy threshold
+    with pytest.raises(cargohold.ContextLeakError):
+        hold.guard(given, format=fmt)
+
+    out, report = hold.compact(given, format=fmt, policy=_at_the_end(hold, fmt, given, keep_last=0))
+
+    assert report.cleared == 4
+    hold.guard(out, format=fmt)  # genuine stubs under the store's key: nothing raw is left
+
+
+def test_a_result_of_content_blocks_is_stored_as_their_json_and_reads_back_as_it() -> None:
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo" * 400},
+    }
+    blocks = [{"type": "text", "text": "screenshot of the failing page"}, image]
+    history = turns([6000] * 12)
+    with cargohold.open("memory://", session="s") as hold:
+        given = request("anthropic", history)
+        given["messages"][2]["content"][0]["content"] = blocks  # the first result
+        single = [{"type": "text", "text": history[1].result}]
+        given["messages"][4]["content"][0]["content"] = single  # one text block: its text
+        out, _ = hold.compact(
+            given, format="anthropic", policy=_at_the_end(hold, "anthropic", given)
+        )
+
+        validate("anthropic", out)
+        key = hold.store.marker_key()
+        first, second = (
+            parse_compact_stub(t, key=key) for _, t in results_of("anthropic", out)[:2]
+        )
+        assert first is not None
+        assert second is not None
+        assert json.loads(read_back(hold, first.ref)) == blocks
+        assert (
+            read_back(hold, first.ref)
+            == json.dumps(blocks, ensure_ascii=False, separators=(",", ":")).encode()
+        )
+        assert read_back(hold, second.ref) == history[1].result.encode()
+        assert "| application/json |" in results_of("anthropic", out)[0][1]
+
+
+def test_langchain_clears_a_calls_input_in_every_form_the_message_keeps_it() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    history = turns([6000] * 10)
+    messages: list[Any] = [HumanMessage("go")]
+    for turn in history:
+        arguments = {"patch": "+ line\n" * 400}
+        messages.append(
+            AIMessage(
+                content=[
+                    {"type": "text", "text": "patching"},
+                    {"type": "tool_use", "id": turn.call_id, "name": "edit", "input": arguments},
+                ],
+                tool_calls=[{"name": "edit", "args": arguments, "id": turn.call_id}],
+                additional_kwargs={
+                    "tool_calls": [
+                        {
+                            "id": turn.call_id,
+                            "type": "function",
+                            "function": {"name": "edit", "arguments": json.dumps(arguments)},
+                        }
+                    ]
+                },
+            )
+        )
+        messages.append(ToolMessage(turn.result, tool_call_id=turn.call_id, name="edit"))
+    with cargohold.open("memory://", session="s") as hold:
+        policy = _at_the_end(hold, "langchain", messages, clear_tool_inputs=True)
+        out, report = hold.compact(messages, format="langchain", policy=policy)
+
+    assert report.inputs_cleared == 7
+    validate("langchain", out)
+    for message in out[1:15:2]:  # the seven older calls
+        stub = message.tool_calls[0]["args"]["cargohold"]
+        assert message.content[1]["input"] == {"cargohold": stub}
+        raw = message.additional_kwargs["tool_calls"][0]["function"]["arguments"]
+        assert json.loads(raw) == {"cargohold": stub}
+        assert message.content[0] == {"type": "text", "text": "patching"}
+    assert out[-2].tool_calls[0]["args"] == {"patch": "+ line\n" * 400}  # kept
