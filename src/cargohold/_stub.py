@@ -369,6 +369,7 @@ _COMPACT_WHAT = {"result": "cleared tool result", "input": "cleared tool input"}
 _CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 _PREVIEW_BYTES = 96
+_FAMILY_HEAD = 2048
 
 
 def _first_line(data: bytes, room: int) -> str:
@@ -442,7 +443,10 @@ def render_compact_stub(
     if what not in _COMPACT_WHAT:
         raise UsageError("a compact stub is of a result or an input")
     secret = None if key is None else check_key(key)
-    found = detect(data, media_type=media_type)  # from the head: no parse of the body
+    # The kind decides the token family only: a 2 KiB head tells it (base64, binary, JSON,
+    # code, prose) for a quarter of the cost of the 8 KiB a stub's projection sniffs, and a
+    # stateless caller renders every cleared result's stub again on every turn.
+    found = detect(data[:_FAMILY_HEAD], media_type=media_type)
     family = family_of(found.kind, media_type, found.detail)
     size = len(data) if size is None else size
     tokens = estimate_tokens(size, family)
