@@ -122,6 +122,9 @@ class Tally:
     """Typed errors the writers and gc met, by code."""
     housekeeping: Counter[str] = field(default_factory=Counter)
     """``verify`` findings that a crash may leave (staging, orphan), summed over the checks."""
+    left_after_gc: Counter[str] = field(default_factory=Counter)
+    """Housekeeping findings ``verify`` still reports after a ``gc`` that followed the check:
+    a failure (gc removes every staged file and orphan a dead writer left)."""
     kills: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     details: list[str] = field(default_factory=list)
@@ -150,7 +153,8 @@ class Tally:
             f" {self.rows} live rows read back\n"
             f"  lost {self.lost}, corrupt {self.corrupt}, partial {self.partial};"
             f" workers that died on their own {self.worker_errors};"
-            f" typed errors met: {errors}; housekeeping findings: {house}"
+            f" typed errors met: {errors}; housekeeping findings: {house};"
+            f" left after gc {sum(self.left_after_gc.values())}"
         )
 
 
@@ -350,6 +354,13 @@ def check(store: Any, promises: Promises, dead_at: float, tally: Tally) -> None:
             corrupt.add(finding.digest or "?")
     tally.partial += len(partial)
     tally.corrupt += len(corrupt)
+    # Then what gc makes of the leftovers: every one removed (only what expired by the frozen
+    # clock goes with them, so every promise still alive stays for the next check).
+    store.gc()
+    for finding in store.verify():
+        if finding.kind in ("staging", "orphan"):
+            tally.left_after_gc[finding.kind] += 1
+            tally.note(f"{finding.kind} left after gc")
 
 
 def run_local(
@@ -420,7 +431,12 @@ def _progress(
 
 def _failures(tally: Tally) -> int:
     return (
-        tally.lost + tally.corrupt + tally.partial + tally.worker_errors + tally.unexpected_errors
+        tally.lost
+        + tally.corrupt
+        + tally.partial
+        + tally.worker_errors
+        + tally.unexpected_errors
+        + sum(tally.left_after_gc.values())
     )
 
 

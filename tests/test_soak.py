@@ -37,6 +37,7 @@ def _assert_clean(tally: Any) -> None:
     assert (tally.lost, tally.corrupt, tally.partial) == (0, 0, 0), tally.summary()
     assert tally.worker_errors == 0, tally.summary()
     assert tally.unexpected_errors == 0, tally.summary()
+    assert sum(tally.left_after_gc.values()) == 0, tally.summary()  # gc removed every leftover
     # A soak that checked nothing proves nothing.
     assert tally.checked > 0, tally.summary()
     assert tally.rows > 0, tally.summary()
