@@ -380,6 +380,19 @@ def test_an_unknown_or_unread_format_is_a_usage_error(hold: Hold) -> None:
         hold.compact({"messages": []}, format="gemini", policy=POLICY)
     with pytest.raises(UsageError):
         hold.compact({"prompt": "x"}, format="openai-completions", policy=POLICY)
+    with pytest.raises(UsageError):
+        hold.compact([{"role": "user", "content": "x"}], format="anthropic", policy=POLICY)
+    with pytest.raises(UsageError):
+        hold.compact({"messages": []}, format="anthropic", policy={"trigger_tokens": 5})
+
+
+def test_a_responses_input_given_as_one_string_has_nothing_to_clear(hold: Hold) -> None:
+    given = {"model": "gpt-4o", "input": "x" * 200_000}
+
+    out, report = hold.compact(given, format="openai-responses", policy=POLICY)
+
+    assert out is given
+    assert report.changed is False
 
 
 def test_the_default_policy_comes_from_the_compaction_settings(

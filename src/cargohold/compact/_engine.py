@@ -284,8 +284,10 @@ def compact_request(
         raise UsageError(f"compaction reads the formats: {names}")
     if not isinstance(policy, CompactionPolicy):
         raise UsageError("policy must be a cargohold.CompactionPolicy")
+    if fmt_name is not RequestFormat.LANGCHAIN and not isinstance(request, Mapping):
+        raise UsageError(f"an {fmt_name.value} request is a mapping of the create call's arguments")
     messages = fmt.messages(request)
-    if messages is None:
+    if messages is None:  # no message list (a Responses input that is one string): nothing
         fixed = fmt.fixed_tokens(request) if isinstance(request, Mapping) else 0
         return request, CompactionReport(fmt_name, fixed, fixed)
     fixed = fmt.fixed_tokens(request)
