@@ -40,6 +40,7 @@ TOOL_NAMES = (
     "artifact_read_lines",
     "artifact_grep",
     "artifact_query",
+    "artifact_search",
     "artifact_patch",
 )
 STRUCTURED_KEYS = {
@@ -181,6 +182,10 @@ VALID_ARGUMENTS: dict[str, list[dict[str, Any]]] = {
         {"ref": "REF", "expression": "length(@)"},
         {"ref": "REF", "expression": "[?status=='refunded'].id | [:5]", "budget": 256},
     ],
+    "artifact_search": [
+        {"query": "refunded"},
+        {"query": "refunded paid", "limit": 3, "budget": 2048},
+    ],
     "artifact_patch": [
         {"ref": "REF", "json_patch": [{"op": "test", "path": "/0/id", "value": 1}]},
         {"ref": "REF", "json_patch": [{"op": "replace", "path": "/4/status", "value": "void"}]},
@@ -209,6 +214,10 @@ REJECTED_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("artifact_grep", {"ref": "REF", "pattern": "x", "ignore_case": "yes"}),
     ("artifact_grep", {"ref": "REF", "pattern": "x", "max_matches": 0}),
     ("artifact_query", {"ref": "REF", "expression": "a", "budget": False}),
+    ("artifact_search", {}),
+    ("artifact_search", {"query": ""}),
+    ("artifact_search", {"query": "x", "limit": 101}),
+    ("artifact_search", {"query": "x", "ref": "REF"}),
     ("artifact_patch", {"ref": "REF", "json_patch": []}),
     ("artifact_patch", {"ref": "REF", "json_patch": [{"op": "frob", "path": "/0"}]}),
     ("artifact_patch", {"ref": "REF", "json_patch": [{"op": "add", "value": 1}]}),

@@ -142,6 +142,7 @@ class Reason(enum.StrEnum):
     EVALUATION_LIMIT = "evaluation_limit"  # over_budget: a query's work, depth or time bound
     BINARY_CONTENT = "binary_content"  # unsupported: lines or grep asked of a binary body
     PAST_END = "past_end"  # out_of_range: the range starts at or past the body's end
+    NO_MATCH = "no_match"  # resolved: a search that found no hit to show (names no ref)
     # guard
     RAW_HEAVY_CONTENT = "raw_heavy_content"
     WINDOW_MARGIN = "window_margin"
@@ -223,7 +224,11 @@ class DecisionEvent:
                 raise UsageError(f"a {self.outcome.value} event must carry its reference")
             if self.outcome in _WITHOUT_REF and self.ref is not None:
                 raise UsageError(f"a {self.outcome.value} event must not carry a reference")
-        if isinstance(self.outcome, RehydrateOutcome) and self.ref is None:
+        if (
+            isinstance(self.outcome, RehydrateOutcome)
+            and self.ref is None
+            and self.reason is not Reason.NO_MATCH  # a search that found nothing names none
+        ):
             raise UsageError("a rehydrate event names the reference it was asked for")
         compress = isinstance(self.outcome, CompressOutcome)
         if compress != (self.operation is Operation.COMPRESS):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from cargohold._secrets import find_secrets, mask_secrets
 from cargohold._segment import render_segment
 from cargohold._text import line_offset, looks_binary, utf8_len
 from cargohold._tokens import estimate_tokens
+from cargohold._toolspecs import MAX_HITS, MAX_QUERY_CHARS, SEARCH_TOOL
 
 DEFAULT_READ_BUDGET = 16 * KiB
 """Default budget of a model-facing read: below the heavy threshold."""
@@ -160,6 +162,161 @@ def _text_slice(raw: bytes, start: int) -> tuple[str, int, int] | None:
             return None
         return text, start + lead, start + lead + len(piece)
     return None
+
+
+MAX_SEARCH_TERMS = 32
+"""The most words one search query may hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchMatch:
+    """One hit a search shows: an artifact of the scope that holds every term, read verified.
+
+    Attributes:
+        ref: The artifact.
+        score: The store's relevance, higher is better; comparable within one answer only.
+        size: The body's size in bytes.
+        media_type: Its media type.
+        tool: The tool that produced it, when known.
+        lines: The line numbers shown (1-based): lines that hold a term, first ones first.
+        matched: How many lines hold a term in all (0 when the store matched words that no
+            line holds verbatim, e.g. split across a line break).
+        masked: The excerpts were made from a copy with the body's credentials masked.
+    """
+
+    ref: Ref
+    score: float
+    size: int
+    media_type: str
+    tool: str | None
+    lines: tuple[int, ...]
+    matched: int
+    masked: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The hit as JSON-ready facts (never content)."""
+        return {
+            "ref": str(self.ref),
+            "score": self.score,
+            "size": self.size,
+            "media_type": self.media_type,
+            "tool": self.tool,
+            "lines": list(self.lines),
+            "matched_lines": self.matched,
+            "masked": self.masked,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One search decision (:meth:`Rehydrator.search`).
+
+    Attributes:
+        outcome: ``resolved`` (with hits, or with none: reason ``no_match``) or
+            ``over_budget`` (not even the first hit's head line fits the budget).
+        reason: ``verified``, ``no_match`` or ``budget_exceeded``.
+        terms: The query's words, as searched.
+        hits: The hits shown, best first.
+        segment: The recovered segment to put into the conversation (hits shown only; it
+            names the best hit).
+        content: The answer's text without the segment markers (``None`` when over budget).
+        budget: The byte budget applied to ``content``.
+        event: The decision's one event: the very instance the reporter received.
+        left_out: Hits the store answered whose verified read did not resolve (stale, expired,
+            collected) or whose body is binary: never shown.
+        not_shown: Hits past the budget: counted, not read.
+    """
+
+    outcome: RehydrateOutcome
+    reason: Reason
+    terms: tuple[str, ...] = field(repr=False)
+    hits: tuple[SearchMatch, ...]
+    segment: str | None = field(repr=False)
+    content: str | None = field(repr=False)
+    budget: int
+    event: DecisionEvent = field(repr=False)
+    left_out: int = 0
+    not_shown: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the search answered (with hits or with none)."""
+        return self.outcome is RehydrateOutcome.RESOLVED
+
+    @property
+    def text(self) -> str:
+        """What to put into the conversation: the segment, the plain no-hits answer, or a
+        one-line statement of the outcome."""
+        if self.segment is not None:
+            return self.segment
+        if self.content is not None:
+            return self.content
+        return (
+            f"[cargohold] artifact_search: {self.outcome.value} ({self.reason.value}); "
+            f"no content within the budget of {self.budget:,} bytes"
+        )
+
+
+def search_terms(query: str) -> tuple[str, ...]:
+    """The words of a search query: its whitespace-separated terms, as the store matches them.
+
+    Raises:
+        UsageError: a query that is not text, is blank, or is over its bounds.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError("a search query must be non-blank text: the words to find")
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(f"a search query has at most {MAX_QUERY_CHARS:,} characters")
+    if not _is_text(query):
+        raise UsageError("a search query holds a lone surrogate (no character); give text")
+    terms = tuple(dict.fromkeys(query.split()))  # a repeated word adds nothing
+    if len(terms) > MAX_SEARCH_TERMS:
+        raise UsageError(f"a search query has at most {MAX_SEARCH_TERMS} words")
+    return terms
+
+
+def _quoted(terms: tuple[str, ...]) -> str:
+    return json.dumps(" ".join(terms), ensure_ascii=False)
+
+
+def _search_head(terms: tuple[str, ...], count: int) -> str:
+    noun = "hit" if count == 1 else "hits"
+    return f"artifact_search {_quoted(terms)}: {count} {noun}, best first\n"
+
+
+def _search_notes(left_out: int, cut: int, budget: int) -> str:
+    """The closing lines of a search answer: the hits it could not or did not show."""
+    notes: list[str] = []
+    if left_out:
+        notes.append(
+            f"{left_out} matched but {'is' if left_out == 1 else 'are'} left out: not read "
+            "back verified (stale or expired) or binary"
+        )
+    if cut:
+        notes.append(
+            f"{cut} more not shown: over this call's budget of {budget:,} bytes; pass a larger "
+            "budget or a smaller limit"
+        )
+    return "".join(f"\n[{note}]" for note in notes)
+
+
+def _hit_block(number: int, match: SearchMatch, excerpts: list[str]) -> str:
+    """One hit as the model reads it: its reference and facts, then its matching lines."""
+    tool = f", tool {match.tool}" if match.tool else ""
+    masked = ", credentials masked" if match.masked else ""
+    count = match.matched
+    noun = "matching line" if count == 1 else "matching lines"
+    lines = [
+        f"{number}. {match.ref} ({match.media_type}, {match.size:,} bytes{tool}{masked}): "
+        f"{count:,} {noun}\n"
+    ]
+    lines.extend(f"   {entry}" for entry in excerpts)
+    more = count - len(match.lines)
+    if more > 0:
+        lines.append(f"   [{more:,} more: artifact_grep on this ref]\n")
+    elif not count:
+        lines.append("   [no single line holds a word as written: artifact_read_lines]\n")
+    return "".join(lines)
 
 
 class Rehydrator:
@@ -604,6 +761,177 @@ class Rehydrator:
             )
         return self._decide(
             ref, result.outcome, limit, answer=text, span="query", size=size, masked=masked
+        )
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        budget: int | None = None,
+        lines_per_hit: int = 5,
+    ) -> SearchResult:
+        """Ranked full-text search over this scope's artifacts, each hit read back verified.
+
+        The store ranks (:meth:`~cargohold.ScopedStore.search`: artifacts of this scope only
+        that hold every whitespace-separated term, case-insensitive). Each hit, best first, is
+        then read whole like any read (owner, digest, expiry), its credentials masked, and
+        shown as its reference, its facts and up to ``lines_per_hit`` of its lines that hold a
+        term (case-insensitive, each with its line number; a long line as an excerpt naming its
+        byte offset), whole hits only, within ``budget``. A hit whose read does not resolve
+        (its bytes went stale, or it expired since the index answered) or whose body is binary
+        is left out and counted, never shown; one that reads as missing (collected since) or
+        another session's is dropped uncounted (a count could tell of another's artifact). Hits past the budget
+        are counted, not read.
+
+        One decision, one ``rehydrate`` event (tool ``artifact_search``): ``resolved`` naming
+        the best hit shown; ``resolved`` with reason ``no_match`` and no reference when no hit
+        can be shown; ``over_budget`` (naming the first verified hit) when not even its first
+        line fits the budget.
+
+        Raises:
+            UsageError: a blank query, more than :data:`MAX_SEARCH_TERMS` terms or
+                :data:`MAX_QUERY_CHARS` characters, a ``limit`` outside 1..100, a bad budget.
+        """
+        budget_bytes = self._budget(budget)
+        terms = search_terms(query)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_HITS:
+            raise UsageError(f"limit must be an integer from 1 to {MAX_HITS}")
+        if isinstance(lines_per_hit, bool) or not isinstance(lines_per_hit, int):
+            raise UsageError("lines_per_hit must be a positive integer")
+        if lines_per_hit < 1:
+            raise UsageError("lines_per_hit must be a positive integer")
+        hits = self._store.search(" ".join(terms), limit=limit)
+        pattern = "|".join(re.escape(term) for term in terms)
+        regex = compile_pattern(pattern, True)
+        shown: list[SearchMatch] = []
+        blocks: list[str] = []
+        first: Ref | None = None  # the first hit that read back verified
+        left_out = 0
+        cut = 0
+        used = utf8_len(_search_head(terms, MAX_HITS))
+        for index, hit in enumerate(hits):
+            read = self._store.read(hit.ref)  # whole and verified, like every read
+            data, found = read.data, read.record
+            if read.outcome in (ReadOutcome.MISSING, ReadOutcome.UNAUTHORIZED):
+                # Not this scope's (or collected since the index answered): a store that
+                # answered it is wrong, and counting it would tell of another's artifact.
+                continue
+            if read.outcome is not ReadOutcome.RESOLVED or data is None or found is None:
+                left_out += 1
+                continue
+            if looks_binary(data, found.media_type):
+                left_out += 1
+                continue
+            visible = _masked(read)  # what a search shows goes to a model, as any read
+            data = visible.data or b""
+            first = first or hit.ref
+            with CPU_BOUND:  # a scan of the whole body: see cargohold._cpu
+                lines = MatchingLines(data, pattern, regex, True)
+                excerpts: list[str] = []
+                numbers: list[int] = []
+                while len(numbers) < lines_per_hit:
+                    line = lines.next()
+                    if line is None:
+                        break
+                    numbers.append(line[0])
+                    excerpts.extend(entries(regex, data, *line, 1))
+                matched = len(numbers) + lines.count_rest()
+            match = SearchMatch(
+                hit.ref,
+                hit.score,
+                found.size,
+                found.media_type,
+                found.tool,
+                tuple(numbers),
+                matched,
+                visible is not read,
+            )
+            block = _hit_block(len(shown) + 1, match, excerpts)
+            if used + utf8_len(block) > budget_bytes:
+                # Whole hits only; a first hit over the budget is shown by its head line alone.
+                head = block.split("\n", 1)[0] + "\n"
+                if shown or used + utf8_len(head) > budget_bytes:
+                    cut = len(hits) - index
+                    break
+                block = head
+                match = dataclasses.replace(match, lines=())
+            shown.append(match)
+            blocks.append(block)
+            used += utf8_len(block)
+        return self._searched(terms, budget_bytes, shown, blocks, first, left_out, cut)
+
+    def _searched(
+        self,
+        terms: tuple[str, ...],
+        budget: int,
+        shown: list[SearchMatch],
+        blocks: list[str],
+        first: Ref | None,
+        left_out: int,
+        cut: int,
+    ) -> SearchResult:
+        """The search's one decision: its answer, its segment and its event."""
+        answer: str | None = None
+        while shown:  # the closing notes must fit too: drop whole hits from the end
+            tail = _search_notes(left_out, cut, budget)
+            answer = _search_head(terms, len(shown)) + "".join(blocks).rstrip("\n") + tail
+            if utf8_len(answer) <= budget:
+                break
+            answer = None
+            head = blocks[0].split("\n", 1)[0] + "\n"
+            if len(shown) == 1 and blocks[0] != head:  # the first hit by its head line alone
+                blocks[0], shown[0] = head, dataclasses.replace(shown[0], lines=())
+                continue
+            shown.pop()
+            blocks.pop()
+            cut += 1
+        segment: str | None = None
+        ref: Ref | None = None
+        if shown and answer is not None:
+            outcome, reason, ref = RehydrateOutcome.RESOLVED, Reason.VERIFIED, shown[0].ref
+            noun = "hit" if len(shown) == 1 else "hits"
+            span = f"search {len(shown)} {noun}"
+            segment = render_segment(ref, span, answer, budget, key=self._store.marker_key())
+        elif cut and first is not None:  # not even the first hit's head line fits
+            outcome, reason, ref = RehydrateOutcome.OVER_BUDGET, Reason.BUDGET_EXCEEDED, first
+            answer = None
+        else:
+            outcome, reason = RehydrateOutcome.RESOLVED, Reason.NO_MATCH
+            none = "" if left_out else " no artifact of this session holds every word."
+            tail = _search_notes(left_out, cut, budget)
+            answer = (
+                f"artifact_search {_quoted(terms)}: no hits:{none}{tail}\nTry fewer or other "
+                "words (every word must appear; case does not matter)."
+            )
+        size = 0 if answer is None else utf8_len(answer)
+        context = utf8_len(segment) if segment is not None else size
+        event = record(
+            self._reporter,
+            Operation.REHYDRATE,
+            outcome,
+            ContentKind.RECOVERED_CONTEXT,
+            reason,
+            observed_bytes=size,
+            limit_bytes=budget,
+            ref=None if ref is None else str(ref),
+            tool=SEARCH_TOOL,
+            context_bytes=context,
+            estimated_tokens=estimate_tokens(size),
+        )
+        return SearchResult(
+            outcome,
+            reason,
+            terms,
+            tuple(shown),
+            segment,
+            answer,
+            budget,
+            event,
+            left_out=left_out,
+            not_shown=cut,
         )
 
     # -- passing references to tools -----------------------------------------------------

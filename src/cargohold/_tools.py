@@ -1,13 +1,14 @@
 """The read tools as data: what a stub advertises, ready for any model API or MCP.
 
-Six tools, framework-neutral, specified in :mod:`cargohold._toolspecs` (a name, a description
+Seven tools, framework-neutral, specified in :mod:`cargohold._toolspecs` (a name, a description
 written for a model and the JSON Schema of the arguments of each, exportable as an OpenAI function
 tool, an Anthropic tool and an MCP tool). :meth:`ReadToolset.call` runs one and always returns
 a :class:`ToolAnswer`: ``.text`` for the model, and a structured part (outcome, exact byte span,
 total size, SHA-256 of the returned bytes) with which a client can page through a body and
 reassemble it exactly.
 
-Five read; ``artifact_patch`` derives: it applies a JSON Patch or line and byte edits to an
+Six read (``artifact_search`` finds artifacts by the words they hold, the other five read one
+reference); ``artifact_patch`` derives: it applies a JSON Patch or line and byte edits to an
 artifact the model never saw (see :mod:`cargohold._patch`), stores the result with the old
 reference as its parent, and answers with the new reference and a summary of the change, never
 the body. The model then passes the new reference on (to a proxied tool that takes references,
@@ -56,10 +57,10 @@ from cargohold._facade import ScopedStore
 from cargohold._query import MAX_DEPTH, QueryFailedError, QueryLimit, compile_expression
 from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome
 from cargohold._ref import Ref
-from cargohold._rehydrate import RehydrateResult, Rehydrator
+from cargohold._rehydrate import RehydrateResult, Rehydrator, SearchResult
 from cargohold._text import utf8_len
 from cargohold._tokens import estimate_tokens
-from cargohold._toolspecs import PATCH_TOOL, SPECS, TOOL_NAMES, ToolSpec
+from cargohold._toolspecs import MAX_HITS, PATCH_TOOL, SEARCH_TOOL, SPECS, TOOL_NAMES, ToolSpec
 
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 """The outcome of a call the model got wrong before anything was read."""
@@ -103,6 +104,11 @@ class ToolAnswer:
             and ``existing`` (the same bytes were already stored).
         masked: The answer was made from a copy with the body's credentials masked (so it is
             not the exact bytes; ``sha256`` is of what was returned).
+        hits: ``artifact_search``: each hit shown, best first, as facts (``ref``, ``score``,
+            ``size``, ``media_type``, ``tool``, the ``lines`` shown, ``matched_lines``,
+            ``masked``), never content; ``()`` when nothing matched. ``None`` for the other
+            tools.
+        left_out: ``artifact_search``: hits whose verified read did not resolve, or binary.
     """
 
     tool: str
@@ -120,6 +126,8 @@ class ToolAnswer:
     parent: Ref | None = None
     change: Mapping[str, Any] | None = field(default=None, hash=False)
     masked: bool = False
+    hits: tuple[Mapping[str, Any], ...] | None = field(default=None, hash=False)
+    left_out: int = 0
 
     @property
     def ok(self) -> bool:
@@ -164,6 +172,9 @@ class ToolAnswer:
             facts["change"] = dict(self.change)
         if self.masked:
             facts["masked"] = True
+        if self.hits is not None:
+            facts["hits"] = [dict(hit) for hit in self.hits]
+            facts["left_out"] = self.left_out
         return facts
 
 
@@ -226,6 +237,7 @@ class ReadToolset:
             "artifact_read_lines": self._read_lines,
             "artifact_grep": self._grep,
             "artifact_query": self._query,
+            SEARCH_TOOL: self._search,
             PATCH_TOOL: self._patch,
         }
 
@@ -368,6 +380,21 @@ class ReadToolset:
                 f"{exc}. artifact_grep and artifact_read_lines read any body, JSON or not."
             ) from None
         return self._answer("artifact_query", result)
+
+    def _search(self, args: Mapping[str, Any]) -> ToolAnswer:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise _Mistake('query must be the words to find, e.g. "TimeoutError payments".')
+        _check_text(query, "query")
+        limit = _int(args, "limit", 10, minimum=1)
+        if limit > MAX_HITS:
+            raise _Mistake(f"limit is at most {MAX_HITS}; ask for fewer hits.")
+        budget = self._budget(args)
+        try:
+            result = self._reader.search(query, limit=limit, budget=budget)
+        except UsageError as exc:  # the query's own bounds (its length, its word count)
+            raise _Mistake(f"{exc}.") from None
+        return _search_answer(result)
 
     def _patch(self, args: Mapping[str, Any]) -> ToolAnswer:
         ref = _ref(args)
@@ -619,6 +646,37 @@ def _patch_text(new: Ref, old: Ref, facts: Mapping[str, Any]) -> str:
         "reference still names the old bytes."
     )
     return "\n".join(lines)
+
+
+def _search_answer(result: SearchResult) -> ToolAnswer:
+    """An ``artifact_search`` answer: the hits' segment, the plain no-hits text, or over
+    budget with the fix."""
+    hits = tuple(hit.as_dict() for hit in result.hits)
+    if result.content is None:
+        text = (
+            f"{SEARCH_TOOL}: over_budget: not even the first hit's heading fits this call's "
+            f"budget of {result.budget:,} bytes; nothing was returned. Pass a larger budget "
+            f"(up to {MAX_READ_BYTES}, 1 MiB)."
+        )
+        return ToolAnswer(
+            SEARCH_TOOL,
+            result.outcome.value,
+            text,
+            event=result.event,
+            hits=hits,
+            left_out=result.left_out,
+        )
+    return ToolAnswer(
+        SEARCH_TOOL,
+        result.outcome.value,
+        result.text,
+        sha256=hashlib.sha256(result.content.encode("utf-8")).hexdigest(),
+        content=result.content,
+        event=result.event,
+        masked=any(hit.masked for hit in result.hits),
+        hits=hits,
+        left_out=result.left_out,
+    )
 
 
 def _with_event(answer: ToolAnswer, event: DecisionEvent) -> ToolAnswer:

@@ -13,7 +13,13 @@ from typing import Any, Final
 from cargohold import _patch
 from cargohold._records import MAX_READ_BYTES
 
+MAX_HITS: Final = 100
+"""The most hits one ``artifact_search`` answers."""
+MAX_QUERY_CHARS: Final = 1000
+"""The longest ``artifact_search`` query, in characters."""
+
 PATCH_TOOL: Final = "artifact_patch"
+SEARCH_TOOL: Final = "artifact_search"
 
 _REF_ARG = {
     "type": "string",
@@ -160,6 +166,32 @@ SPECS: Final[tuple[ToolSpec, ...]] = (
             ["ref", "expression"],
             ref=_REF_ARG,
             expression={"type": "string", "description": "A JMESPath expression."},
+            budget=_BUDGET_ARG,
+        ),
+    ),
+    ToolSpec(
+        SEARCH_TOOL,
+        "Find artifacts of this session by the words they hold: ranked full-text search over "
+        "every artifact kept out of the context (a cleared tool result too). Give plain words, "
+        "no operators: an artifact matches when it holds every word (case-insensitive). "
+        "Answers each hit, best first, with its reference, size and the first lines that hold "
+        "a word, with line numbers; read a hit further with artifact_read_lines or "
+        "artifact_grep on its reference.",
+        _schema(
+            ["query"],
+            query={
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_QUERY_CHARS,
+                "description": "The words to find, separated by spaces, e.g. "
+                "`TimeoutError payments`.",
+            },
+            limit={
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_HITS,
+                "description": f"Most hits to answer (default 10, at most {MAX_HITS}).",
+            },
             budget=_BUDGET_ARG,
         ),
     ),

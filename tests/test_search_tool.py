@@ -1,0 +1,303 @@
+"""artifact_search, the read tool: verified hits with line numbers, within the budget, one event.
+
+The store side (ranking, the index, isolation in every backend) is tested by the conformance
+suite; these tests drive the tool as a model calls it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import cargohold
+from cargohold import (
+    DecisionEvent,
+    Hold,
+    MemoryStore,
+    Ref,
+    Scope,
+    ScopedStore,
+    ToolAnswer,
+    parse_segment,
+)
+from cargohold._toolspecs import SPECS
+
+TENANT, USER, SESSION = "tenant-acme", "user-ana", "session-1"
+
+LOG = "".join(
+    f"2026-03-01T10:{index // 60:02d}:{index % 60:02d}Z "
+    f"{'ERROR payments TimeoutError' if index % 50 == 0 else 'INFO'} request {index}\n"
+    for index in range(1, 1001)
+).encode()
+NOTES = b"release notes\nthe payments service retries on TimeoutError now\nnothing else\n"
+OTHER = b"an unrelated body about cache sizes\n" * 40
+
+
+class Events:
+    """A sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[DecisionEvent] = []
+
+    def emit(self, event: DecisionEvent) -> None:
+        self.events.append(event)
+
+
+def open_hold(store: Any = "memory://", *, session: str = SESSION, sinks: Any = ()) -> Hold:
+    return cargohold.open(store, tenant=TENANT, user=USER, session=session, sinks=sinks)
+
+
+class _ScanningStore(MemoryStore):
+    """Interim stand-in for the memory backend's search (H1 builds it): an index of each put's
+    lowercased text, written at put time (so a body corrupted later is still a hit, as in a
+    real index); a search takes the scope's unexpired entries holding every term, ranked by
+    term count, ties by digest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index: dict[tuple[str, str, str, str], str] = {}
+
+    def put(self, scope: Scope, data: Any, request: Any) -> Any:
+        from cargohold._text import looks_binary
+
+        result = super().put(scope, data, request)
+        body = bytes(data)
+        if not looks_binary(body, result.record.media_type):
+            key = (*scope.owner, result.ref.digest)
+            self.index[key] = body.decode("utf-8", "replace").lower()
+        return result
+
+    def search(self, scope: Scope, query: str, *, limit: int) -> list[Any]:
+        terms = [term.lower() for term in query.split()]
+        scored = []
+        for found in self.artifacts(scope):
+            text = self.index.get((*scope.owner, found.ref.digest))
+            if text is None or not self.stat(scope, found.ref).ok:
+                continue
+            if all(term in text for term in terms):
+                score = float(sum(text.count(term) for term in terms))
+                scored.append(SimpleNamespace(ref=found.ref, score=score))
+        scored.sort(key=lambda hit: (-hit.score, hit.ref.digest))
+        return scored[:limit]
+
+
+@pytest.fixture(autouse=True)
+def _facade_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not hasattr(ScopedStore, "search"):
+        monkeypatch.setattr(
+            ScopedStore,
+            "search",
+            lambda self, query, *, limit: self.store.search(self.scope, query, limit=limit),
+            raising=False,
+        )
+
+
+@pytest.fixture
+def backend() -> Iterator[MemoryStore]:
+    store = _ScanningStore()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def put(hold: Hold, data: bytes, media_type: str = "text/plain", tool: str = "fixture") -> Ref:
+    return hold.store.put(data, media_type=media_type, tool=tool).ref
+
+
+def search(hold: Hold, query: str, **arguments: Any) -> ToolAnswer:
+    return hold.call_tool("artifact_search", {"query": query, **arguments})
+
+
+def test_search_answers_each_hit_with_its_ref_and_the_lines_that_hold_the_words(
+    backend: MemoryStore,
+) -> None:
+    with open_hold(backend) as hold:
+        log, notes = put(hold, LOG, tool="tail_log"), put(hold, NOTES)
+        put(hold, OTHER)
+        answer = search(hold, "timeouterror PAYMENTS")
+    assert answer.outcome == "resolved"
+    facts = answer.structured()
+    assert {hit["ref"] for hit in facts["hits"]} == {str(log), str(notes)}
+    by_ref = {hit["ref"]: hit for hit in facts["hits"]}
+    log_lines = [n for n, line in enumerate(LOG.decode().splitlines(), 1) if "Timeout" in line]
+    assert by_ref[str(log)]["lines"] == log_lines[:5]
+    assert by_ref[str(log)]["matched_lines"] == len(log_lines) == 20
+    assert by_ref[str(notes)]["lines"] == [2]
+    assert by_ref[str(log)]["tool"] == "tail_log"
+    content = answer.content or ""
+    assert str(log) in content and str(notes) in content
+    for number in log_lines[:5]:
+        line = LOG.decode().splitlines()[number - 1]
+        assert f"   {number}: {line}\n" in content
+    assert "2: the payments service retries on TimeoutError now" in content
+    assert "cache sizes" not in content
+
+
+def test_a_search_answer_is_a_genuine_recovered_segment_the_guard_and_seam_trust(
+    backend: MemoryStore,
+) -> None:
+    with open_hold(backend) as hold:
+        put(hold, NOTES)
+        answer = search(hold, "retries")
+        info = parse_segment(answer.text, key=hold.store.marker_key())
+        assert info is not None
+        assert answer.content is not None
+        assert info.text_bytes == len(answer.content.encode())
+        assert hold.offload(answer.text, tool="artifact_search").outcome.value == "bypass"
+
+
+def test_a_search_that_finds_nothing_resolves_and_says_so_plainly(backend: MemoryStore) -> None:
+    events = Events()
+    with open_hold(backend, sinks=[events]) as hold:
+        put(hold, NOTES)
+        answer = search(hold, "retries nowhere-to-be-found")
+    assert answer.outcome == "resolved"
+    assert answer.structured()["hits"] == []
+    assert "no hits" in answer.text
+    [event] = events.events
+    assert (event.operation.value, event.outcome.value, event.reason.value) == (
+        "rehydrate",
+        "resolved",
+        "no_match",
+    )
+    assert (event.ref, event.tool) == (None, "artifact_search")
+
+
+def test_one_search_is_one_rehydrate_event_naming_its_best_hit(backend: MemoryStore) -> None:
+    events = Events()
+    with open_hold(backend, sinks=[events]) as hold:
+        put(hold, LOG)
+        put(hold, NOTES)
+        answer = search(hold, "TimeoutError")
+    [event] = events.events
+    assert event is answer.event
+    assert (event.operation.value, event.outcome.value, event.reason.value) == (
+        "rehydrate",
+        "resolved",
+        "verified",
+    )
+    assert event.ref == answer.structured()["hits"][0]["ref"]
+    assert event.tool == "artifact_search"
+    assert event.observed_bytes == len((answer.content or "").encode())
+    assert event.context_bytes == len(answer.text.encode())
+
+
+def test_a_hit_whose_bytes_went_stale_is_left_out_and_counted_never_shown(
+    backend: MemoryStore,
+) -> None:
+    with open_hold(backend) as hold:
+        log, notes = put(hold, LOG), put(hold, NOTES)
+        backend.corrupt_for_tests(TENANT, notes, offset=0)
+        answer = search(hold, "TimeoutError")
+    facts = answer.structured()
+    assert [hit["ref"] for hit in facts["hits"]] == [str(log)]
+    assert facts["left_out"] == 1
+    assert str(notes) not in answer.text
+    assert "retries" not in answer.text
+
+
+def test_a_search_answer_stays_within_its_budget_and_counts_the_hits_it_leaves_out(
+    backend: MemoryStore,
+) -> None:
+    bodies = [f"body {n}: the needle word sits here\n".encode() * 60 for n in range(30)]
+    with open_hold(backend) as hold:
+        for body in bodies:
+            put(hold, body)
+        whole = search(hold, "needle", limit=30, budget=1_048_576)
+        for budget in (500, 1000, 4096):
+            answer = search(hold, "needle", limit=30, budget=budget)
+            assert answer.content is not None
+            assert len(answer.content.encode()) <= budget
+            shown = answer.structured()["hits"]
+            assert 1 <= len(shown) < 30
+            assert f"{30 - len(shown)} more not shown" in answer.content
+    assert len(whole.structured()["hits"]) == 30
+
+
+def test_a_budget_too_small_for_one_heading_is_over_budget_with_nothing_shown(
+    backend: MemoryStore,
+) -> None:
+    with open_hold(backend) as hold:
+        put(hold, NOTES)
+        answer = search(hold, "retries", budget=60)
+    assert answer.outcome == "over_budget"
+    assert answer.content is None
+    assert "retries" not in answer.text.replace("artifact_search", "")
+
+
+def test_another_sessions_artifacts_never_appear_and_change_nothing_in_the_answer() -> None:
+    def answer_facts(with_other: bool) -> tuple[str, dict[str, Any]]:
+        store = _ScanningStore()
+        try:
+            if with_other:
+                with open_hold(store, session="session-2") as other:
+                    put(other, NOTES.replace(b"retries", b"retries retries retries"))
+                    put(other, LOG)
+            with open_hold(store) as hold:
+                put(hold, NOTES)
+                answer = search(hold, "retries TimeoutError")
+                return answer.text.split("\n", 1)[1], answer.structured()
+        finally:
+            store.close()
+
+    alone, with_other = answer_facts(False), answer_facts(True)
+    assert alone == with_other
+    assert len(alone[1]["hits"]) == 1
+
+
+def test_a_restricted_artifacts_credentials_are_masked_in_its_excerpts(
+    backend: MemoryStore,
+) -> None:
+    secret = "AKIA" + "Q3EGRV5X7MNB2WPT"
+    body = f"deploy log\naws key {secret} used by payments\n".encode()
+    with open_hold(backend) as hold:
+        hold.store.put(body, media_type="text/plain", tool="deploy", sensitivity="restricted")
+        answer = search(hold, "payments")
+    assert answer.outcome == "resolved"
+    assert secret not in answer.text
+    assert answer.structured()["hits"][0]["masked"] is True
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fix"),
+    [
+        ({"query": "   "}, "query"),
+        ({"query": 7}, "query"),
+        ({}, "query is required"),
+        ({"query": "x", "limit": 0}, "limit"),
+        ({"query": "x", "limit": 101}, "limit"),
+        ({"query": "x", "budget": 0}, "budget"),
+        ({"query": "x", "ref": "artifact://sha256/" + "0" * 64}, "unknown argument"),
+        ({"query": " ".join(f"w{n}" for n in range(40))}, "words"),
+    ],
+)
+def test_bad_search_arguments_answer_invalid_arguments_with_the_fix(
+    backend: MemoryStore, arguments: dict[str, Any], fix: str
+) -> None:
+    with open_hold(backend) as hold:
+        put(hold, NOTES)
+        answer = hold.call_tool("artifact_search", arguments)
+    assert answer.outcome == "invalid_arguments"
+    assert fix in answer.text  # the message is the behaviour: it names what to fix
+    assert answer.content is None
+
+
+def test_every_spec_export_has_artifact_search(backend: MemoryStore) -> None:
+    with open_hold(backend) as hold:
+        exports = {
+            "openai": [tool["function"]["name"] for tool in hold.tools.openai()],
+            "responses": [tool["name"] for tool in hold.tools.openai_responses()],
+            "anthropic": [tool["name"] for tool in hold.tools.anthropic()],
+            "mcp": [tool["name"] for tool in hold.tools.mcp()],
+        }
+    for names in exports.values():
+        assert "artifact_search" in names
+    [spec] = [spec for spec in SPECS if spec.name == "artifact_search"]
+    assert spec.parameters["required"] == ["query"]
+    assert spec.mcp()["annotations"]["readOnlyHint"] is True
+    json.dumps(spec.openai())  # JSON-ready
