@@ -591,3 +591,28 @@ def test_langchain_clears_a_calls_input_in_every_form_the_message_keeps_it() -> 
         assert json.loads(raw) == {"cargohold": stub}
         assert message.content[0] == {"type": "text", "text": "patching"}
     assert out[-2].tool_calls[0]["args"] == {"patch": "+ line\n" * 400}  # kept
+
+
+def test_an_old_recovered_segment_becomes_the_compact_stub_of_the_artifact_it_was_read_from(
+    hold: Hold,
+) -> None:
+    history = turns([6000] * 12)
+    heavy = "\n".join(f"line {i}: " + "x" * 60 for i in range(2000))
+    offloaded = hold.offload(heavy, tool="read_file")
+    assert offloaded.ref is not None
+    answer = hold.call_tool("artifact_read", {"ref": str(offloaded.ref), "length": 8000})
+    assert answer.outcome == "resolved"
+    history[2] = history[2].__class__("artifact_read", history[2].call_id, {}, answer.text)
+    given = request("openai-chat", history)
+
+    out, report = hold.compact(
+        given, format="openai-chat", policy=_at_the_end(hold, "openai-chat", given)
+    )
+
+    text = results_of("openai-chat", out)[2][1]
+    info = parse_compact_stub(text, key=hold.store.marker_key())
+    assert info is not None
+    assert info.ref == offloaded.ref
+    assert "| tool artifact_read |" in text
+    assert offloaded.ref in report.refs
+    assert read_back(hold, info.ref) == heavy.encode()
