@@ -7,9 +7,11 @@ terminal is the process boundary under test.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -18,9 +20,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cargohold
 from cargohold.cli import ExitCode, cli
+from cargohold.cli._output import write_bytes, write_text
 
 TENANT, USER, SESSION = "tenant-o61", "user-o62", "session-o63"
 
@@ -256,3 +261,51 @@ def test_no_progress_is_drawn_when_stderr_is_not_a_terminal(root: Path, command:
     assert result.exit_code == ExitCode.OK
     assert b"offloading" not in result.stderr_bytes
     assert b"storing" not in result.stderr_bytes
+
+
+# -- the escaping, as properties ----------------------------------------------------------------
+
+_ACTED_ON = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\r(?!\n)")
+"""Bytes of UTF-8 output a terminal would act on: C0 but newline, tab and CRLF; DEL; C1."""
+
+
+class _Terminal(io.TextIOWrapper):
+    """A text stream that says it is a terminal, over a byte buffer the test reads."""
+
+    def __init__(self) -> None:
+        self.raw_bytes = io.BytesIO()
+        super().__init__(self.raw_bytes, encoding="utf-8")
+
+    def isatty(self) -> bool:
+        return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_no_bytes_reach_a_terminal_as_a_control_it_would_act_on(data: bytes) -> None:
+    terminal = _Terminal()
+
+    write_bytes(data, stream=terminal)
+
+    assert _ACTED_ON.search(terminal.raw_bytes.getvalue()) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cc", "Cs"]), max_size=200))
+def test_text_without_control_characters_reaches_a_terminal_unchanged(text: str) -> None:
+    terminal = _Terminal()
+
+    write_text(text, stream=terminal)
+
+    assert terminal.raw_bytes.getvalue() == text.encode() + b"\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_bytes_reach_a_pipe_exactly(data: bytes) -> None:
+    received = io.BytesIO()
+    pipe = io.TextIOWrapper(received, encoding="utf-8")
+
+    write_bytes(data, stream=pipe)
+
+    assert received.getvalue() == data
