@@ -101,6 +101,14 @@ def test_the_threshold_option_moves_the_bar() -> None:
     assert run(path, "--format", "openai-chat", "--threshold", "1000000").exit_code == ExitCode.OK
 
 
+def test_a_threshold_option_above_the_largest_read_is_a_usage_error() -> None:
+    path = str(FIXTURES / "openai_chat_leak.json")
+    result = run(path, "--format", "openai-chat", "--threshold", "1048577")
+    assert result.exit_code == ExitCode.USAGE
+    assert "--threshold" in result.output
+    assert run(path, "--format", "openai-chat", "--threshold", "1048576").exit_code == ExitCode.OK
+
+
 def test_a_file_that_is_not_json_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

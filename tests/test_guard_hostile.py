@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _require import require
-from cargohold import ContentKind, UsageError
+from cargohold import ConfigError, ContentKind, UsageError
 from cargohold.guard import (
     ContextLeakError,
     ContextWindowExceededError,
@@ -169,9 +169,33 @@ def test_a_payload_just_below_the_threshold_once_encoded_passes_and_at_it_leaks(
 def test_a_file_payload_counts_toward_the_window(tmp_path: Path) -> None:
     path = tmp_path / "big.pdf"
     path.write_bytes(pdf_bytes(300 * KiB))
-    guard = Guard(threshold=64 * 1024 * KiB, windows={MODEL: 50_000}, margin=0)
+    # The highest threshold there is (1 MiB): the 400 KiB of base64 is no leak, yet it counts.
+    guard = Guard(threshold=1024 * KiB, windows={MODEL: 50_000}, margin=0)
     with pytest.raises(ContextWindowExceededError):
         guard.check(anthropic_request(document(path)), format="anthropic")
+
+
+@pytest.mark.parametrize("threshold", [1024 * KiB + 1, 10**15])
+def test_a_guard_threshold_above_the_largest_read_is_a_config_error_and_no_off_switch(
+    threshold: int,
+) -> None:
+    # 64 MiB was accepted: a guard that let every raw result of the providers' sizes through.
+    with pytest.raises(ConfigError) as raised:
+        Guard(threshold=threshold)
+    assert "heavy_threshold: must be at most 1048576 bytes" in str(raised.value)
+    with pytest.raises(ConfigError) as raised:
+        Guard(tool_thresholds={"dump": threshold})
+    assert "tool_thresholds.dump: must be at most 1048576 bytes" in str(raised.value)
+
+
+@pytest.mark.parametrize("threshold", [0, -1, True, 1.5])
+def test_a_guard_threshold_that_is_not_a_positive_byte_count_is_a_usage_error(
+    threshold: Any,
+) -> None:
+    with pytest.raises(UsageError):
+        Guard(threshold=threshold)
+    with pytest.raises(UsageError):
+        Guard(tool_thresholds={"dump": threshold})
 
 
 def test_a_payload_whose_size_cannot_be_known_without_reading_it_is_refused(

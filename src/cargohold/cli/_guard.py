@@ -14,6 +14,7 @@ from typing import IO
 
 import click
 
+from cargohold._config import MAX_THRESHOLD
 from cargohold._errors import UsageError
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import ExitCode
@@ -43,9 +44,9 @@ _FORMATS = ["openai-chat", "openai-responses", "openai-completions", "anthropic"
 )
 @click.option(
     "--threshold",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_THRESHOLD),  # no threshold turns the guard off
     metavar="BYTES",
-    help="Heavy threshold in bytes (default: heavy_threshold, 32 KiB).",
+    help="Heavy threshold in bytes, at most 1 MiB (default: heavy_threshold, 32 KiB).",
 )
 @click.option(
     "--margin",

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cargohold._config import check_threshold
 from cargohold._errors import CargoholdError, UsageError
 from cargohold._events import (
     ContentKind,
@@ -168,9 +169,10 @@ class Guard:
     heavy part carries a marker: from ``key``, or else from the configured store.
 
     Args:
-        threshold: The heavy threshold in bytes (at or above: must be a stub or segment).
+        threshold: The heavy threshold in bytes (at or above: must be a stub or segment), at
+            most 1 MiB (the largest read) as the offloader's: no threshold turns the guard off.
         tool_thresholds: Tool name -> its own threshold, for the results of that tool (the
-            request names the tool of each result through its call).
+            request names the tool of each result through its call), each bounded alike.
         margin: Tokens kept free below the model's window.
         windows: Model-name prefix -> context window, consulted before the built-in table.
         reporter: Where the guard's events go. ``None``: the configured events log
@@ -186,6 +188,11 @@ class Guard:
             met: :attr:`cargohold.Hold.edge_guard` passes its store's). ``None``: the
             configured store's, read once when first needed. A key that cannot be had trusts
             no marker.
+
+    Raises:
+        ConfigError: a threshold that is not a positive integer of at most 1 MiB (the message
+            names ``heavy_threshold`` or ``tool_thresholds.<tool>`` and the bound).
+        UsageError: another argument out of range.
 
     Example::
 
@@ -218,9 +225,11 @@ class Guard:
             log = events_path(settings.events_log)
         if reporter is None:  # the configured events log, where the CLI logs every decision
             reporter = Reporter([EventsLogSink(log)], agent_id=AGENT_ID)
-        self._threshold = _positive("threshold", threshold)
+        # Bounded as the offloader's are (at most 1 MiB, the largest read): a guard threshold
+        # above every read's bound would let any raw result through, an off switch.
+        self._threshold = check_threshold("heavy_threshold", threshold)
         self._tool_thresholds = {
-            _tool(name): _positive("a tool threshold", value)
+            _tool(name): check_threshold(f"tool_thresholds.{name}", value)
             for name, value in tool_thresholds.items()
         }
         self._margin = _positive("margin", margin, zero=True)
