@@ -616,3 +616,27 @@ def test_an_old_recovered_segment_becomes_the_compact_stub_of_the_artifact_it_wa
     assert "| tool artifact_read |" in text
     assert offloaded.ref in report.refs
     assert read_back(hold, info.ref) == heavy.encode()
+
+
+def test_a_masked_credential_never_shows_in_a_compact_stub(tmp_path: Path) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text('secrets_policy = { fetch = "mask" }\n')
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    history = turns([6000] * 12, tools=("fetch",))
+    raw = f"token={token}\n" + history[1].result  # the credential on the first line
+    history[1] = history[1].__class__("fetch", history[1].call_id, {}, raw)
+    with cargohold.open("memory://", session="s", config_file=config) as hold:
+        heavy = f"token={token}\n" + "y" * 40_000
+        offloaded = hold.offload(heavy, tool="fetch")  # stored exact, as restricted
+        history[0] = history[0].__class__("fetch", history[0].call_id, {}, offloaded.text)
+        given = request("openai-chat", history)
+        out, report = hold.compact(
+            given, format="openai-chat", policy=_at_the_end(hold, "openai-chat", given)
+        )
+        cleared = results_of("openai-chat", out)[:2]
+
+        assert report.cleared == 9
+        for _, text in cleared:
+            assert parse_compact_stub(text, key=hold.store.marker_key()) is not None
+            assert token not in text
+            assert "first line:" in text

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cargohold._errors import UsageError
+from cargohold._errors import StoreError, UsageError
 from cargohold._events import (
     CompactOutcome,
     ContentKind,
@@ -43,7 +43,7 @@ from cargohold._events import (
     record,
 )
 from cargohold._offload import Offloader
-from cargohold._records import normalize_media_type
+from cargohold._records import ReadResult, normalize_media_type
 from cargohold._ref import Ref
 from cargohold._secrets import find_secrets, mask_secrets
 from cargohold._segment import OPEN as SEGMENT_OPEN
@@ -169,6 +169,15 @@ class _Run:
             and slot.tool not in self.policy.exclude_tools
         )
 
+    def _read(self, ref: Ref, *, end: int | None = None) -> ReadResult | None:
+        """A verified read of ``ref`` (its head up to ``end``), or ``None`` when it does not
+        resolve or the store fails: the slot then stays as it is."""
+        try:
+            read = self.offloader.store.read(ref, start=0, end=end)
+        except StoreError:
+            return None
+        return read if read.ok and read.data is not None else None
+
     def clear(self, slot: Slot) -> _Cleared | None:
         """Store the slot's body and render its compact stub; ``None`` to keep it as it is."""
         text = slot.body
@@ -180,11 +189,15 @@ class _Run:
             segment = parse_segment(text, key=self.key)
             ref = None if segment is None else segment.ref
         if ref is not None:  # already out of context: its own stub, if it still reads back
-            read = self.offloader.store.read(ref, start=0, end=_HEAD)
-            if not read.ok or read.data is None or read.record is None:
+            read = self._read(ref, end=_HEAD)
+            if read is None or read.record is None:
                 return None
+            head = read.data or b""
+            # The artifact may be a masked one (restricted, its credentials stored): the first
+            # line a stub shows is always of a masked copy.
+            findings = find_secrets(head)
             stub = render_compact_stub(
-                read.data,
+                mask_secrets(head, findings) if findings else head,
                 ref,
                 media_type=read.record.media_type,
                 tool=slot.tool,
@@ -207,8 +220,8 @@ class _Run:
             return None
         data = text.encode("utf-8", "surrogatepass")
         if result.redacted:  # what was stored is the redacted copy: read it back
-            read = self.offloader.store.read(ref)
-            if not read.ok or read.data is None:
+            read = self._read(ref)
+            if read is None or read.data is None:
                 return None
             data = read.data
         if slot.media_type is None:  # as the offloader names a text's media type
