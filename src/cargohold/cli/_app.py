@@ -33,6 +33,7 @@ _LAZY_COMMANDS = {
     "demo": "cargohold.cli._demo",
     "envelope": "cargohold.cli._envelope",
     "events": "cargohold.cli._decisions",
+    "gateway": "cargohold.cli._gateway",
     "grep": "cargohold.cli._decisions",
     "guard": "cargohold.cli._guard",
     "mcp": "cargohold.cli._mcp",
@@ -40,6 +41,7 @@ _LAZY_COMMANDS = {
     "proxy": "cargohold.cli._mcp",
     "query": "cargohold.cli._decisions",
     "read": "cargohold.cli._decisions",
+    "search": "cargohold.cli._search",
 }
 """Commands whose module is imported only when that command runs (or ``--help`` lists them).
 

@@ -1,0 +1,99 @@
+"""``cargohold gateway``: cargohold between an LLM client and its provider (docs/gateway.md).
+
+Point a client's base URL at it (``ANTHROPIC_BASE_URL=http://127.0.0.1:8787``, ``base_url=``).
+Its scope is the command line's (``--tenant``, ``--user``, ``--session``, else ``CARGOHOLD_*``,
+the config file, the defaults); a request's ``x-cargohold-session`` header names another session.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import click
+
+from cargohold.cli._context import get_app
+
+_DEFAULT_PORT = 8787
+
+
+@click.command("gateway")
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="Where requests go (gateway_upstream; default: the provider's own API).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    help=f"The port to listen on (gateway_port; default {_DEFAULT_PORT}; 0: any free port).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on; loopback unless you say otherwise.",
+)
+@click.option(
+    "--compact/--no-compact",
+    default=None,
+    help="Run lossless compaction on each request (gateway_compact; off by default).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds to connect to the upstream, and the longest silence while it answers.",
+)
+def gateway(
+    upstream: str | None, port: int | None, host: str, compact: bool | None, timeout: float
+) -> None:
+    """Serve the gateway: heavy tool results in each request become stubs on the way."""
+    import uvicorn
+
+    import cargohold
+    from cargohold.gateway import GatewayConfig, build_app
+
+    app = get_app()
+    settings = app.settings
+    config_file = click.get_current_context().find_root().params.get("config_file")
+    hold = cargohold.open(
+        app.store,
+        tenant=settings.tenant,
+        user=settings.user,
+        session=settings.session,
+        sinks=[app.events_sink],
+        agent="gateway",
+        config_file=config_file,
+    )
+    config = GatewayConfig(
+        upstream=upstream or settings.gateway_upstream,
+        compact=settings.gateway_compact if compact is None else compact,
+        timeout=timeout,
+    )
+    if port is None:
+        port = settings.gateway_port
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound = listener.getsockname()[1]
+    sys.stderr.write(f"cargohold gateway: listening on http://{host}:{bound}\n")
+    sys.stderr.flush()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(hold, config),
+            log_level="warning",
+            access_log=False,  # a query string may hold a key: no request line is logged
+            server_header=False,  # the upstream's own headers pass through
+            date_header=False,
+            lifespan="on",
+        )
+    )
+    try:
+        server.run(sockets=[listener])
+    finally:
+        hold.close()

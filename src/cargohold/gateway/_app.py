@@ -1,0 +1,297 @@
+"""The gateway's ASGI app: parse, ask the hold, forward, stream back.
+
+One catch-all route. A ``POST`` to a provider path (:mod:`._anthropic`, :mod:`._chat`,
+:mod:`._responses`) is rewritten (:mod:`._rewrite`) before it is forwarded; every other request
+(``/v1/models``, files, batches, anything) is forwarded as it came. Responses are relayed as
+they arrive (httpx's ``aiter_raw``: the upstream's bytes, content encoding and all, nothing
+buffered), with the upstream's status and headers.
+
+Never logged, stored or put in an error: a header's value (API keys, ``authorization``), a body,
+an exception's text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from cargohold._errors import CargoholdError, InvalidScopeError
+from cargohold.gateway._anthropic import ANTHROPIC
+from cargohold.gateway._chat import CHAT
+from cargohold.gateway._provider import Provider
+from cargohold.gateway._responses import RESPONSES
+from cargohold.gateway._rewrite import Rewriter
+from cargohold.guard import ContextLeakError, ContextWindowExceededError
+
+if TYPE_CHECKING:
+    from cargohold._hold import Hold
+
+SESSION_HEADER = "x-cargohold-session"
+"""The request header naming the conversation's session scope; stripped before forwarding."""
+
+_PROVIDERS = (ANTHROPIC, CHAT, RESPONSES)
+# Hop-by-hop headers (RFC 9110 7.6.1) and what httpx sets itself; never forwarded either way.
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_REQUEST_DROP = _HOP | {"host", "content-length", SESSION_HEADER}
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """How a gateway forwards.
+
+    Attributes:
+        upstream: The base URL requests are forwarded to (``http://127.0.0.1:8080``,
+            ``https://api.anthropic.com``); ``None``: each provider's own (Anthropic's for the
+            Messages paths and for requests carrying ``anthropic-version``, OpenAI's for the
+            rest).
+        compact: Whether lossless compaction runs on each request (the hold's
+            ``compaction_*`` settings).
+        timeout: Seconds to connect to the upstream, and the longest silence allowed while it
+            answers (between two streamed chunks too).
+        max_request_bytes: The largest request body accepted (413 in the provider's shape).
+        max_response_bytes: The largest response relayed; a longer one is cut off (the client
+            sees the connection end before the response does).
+    """
+
+    upstream: str | None = None
+    compact: bool = False
+    timeout: float = 600.0
+    max_request_bytes: int = 64 * 1024 * 1024
+    max_response_bytes: int = 512 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    """A body over its limit."""
+
+
+class ResponseCut(CargoholdError):
+    """The upstream's response broke off or went over ``max_response_bytes`` after its headers
+    were sent: the gateway ends the connection so the client cannot take it as complete."""
+
+
+class _Relayed(StreamingResponse):
+    """A relayed upstream response, whose upstream connection is closed however the relay
+    ends: complete, broken off, or cancelled by a client that went away mid-stream."""
+
+    def __init__(
+        self, answer: httpx.Response, content: AsyncIterator[bytes], status_code: int
+    ) -> None:
+        super().__init__(content, status_code=status_code)
+        self._answer = answer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._answer.aclose()
+
+
+def build_app(
+    hold: Hold,
+    config: GatewayConfig | None = None,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Starlette:
+    """The gateway as an ASGI app, for uvicorn (``cargohold gateway``) or any ASGI server.
+
+    Args:
+        hold: The hold whose store, thresholds and policies rewrite requests; its scope is the
+            default one, a request's ``x-cargohold-session`` header derives another session.
+        config: Where and how to forward.
+        transport: The httpx transport to the upstream (tests; the default opens connections).
+    """
+    config = config or GatewayConfig()
+    rewriter = Rewriter(compact=config.compact)
+    timeout = httpx.Timeout(config.timeout)
+    state: dict[str, httpx.AsyncClient] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(
+            timeout=timeout, transport=transport, follow_redirects=False
+        ) as client:
+            state["client"] = client
+            yield
+
+    async def handle(request: Request) -> Response:
+        provider = _provider_for(request)
+        shaper = provider or _guess(request.headers)
+        try:
+            body = await _read(request, config.max_request_bytes)
+        except _TooLarge:
+            return _error(
+                shaper,
+                413,
+                "request_too_large",
+                f"the request is over the gateway's {config.max_request_bytes:,}-byte limit "
+                "(max_request_bytes)",
+            )
+        except ClientDisconnect:
+            return Response(status_code=499)
+        if provider is not None:
+            session = request.headers.get(SESSION_HEADER)
+            rewritten = await _rewrite(hold, rewriter, provider, body, session)
+            if isinstance(rewritten, Response):
+                return rewritten
+            body = rewritten
+        base = config.upstream or shaper.default_upstream
+        url = base.rstrip("/") + request.url.path
+        if request.url.query:
+            url += "?" + request.url.query
+        headers = [
+            (name, value)
+            for name, value in request.headers.items()
+            if name.lower() not in _REQUEST_DROP
+        ]
+        client = state["client"]
+        upstream = client.build_request(request.method, url, headers=headers, content=body)
+        try:
+            answer = await client.send(upstream, stream=True)
+        except httpx.TimeoutException:
+            return _error(
+                shaper,
+                504,
+                "upstream_timeout",
+                f"the upstream did not answer within {config.timeout:g} s",
+            )
+        except httpx.HTTPError:
+            return _error(
+                shaper,
+                502,
+                "upstream_unavailable",
+                "the upstream could not be reached or did not answer with HTTP",
+            )
+        relayed = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in _HOP]
+        response = _Relayed(
+            answer, _relay(answer, config.max_response_bytes), status_code=answer.status_code
+        )
+        response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in relayed]
+        return response
+
+    return Starlette(
+        routes=[Route("/{path:path}", handle, methods=_METHODS)],
+        lifespan=lifespan,
+    )
+
+
+def _provider_for(request: Request) -> Provider | None:
+    """The provider whose request this is, when it is one the gateway rewrites."""
+    if request.method != "POST":
+        return None
+    path = request.url.path.rstrip("/")
+    for provider in _PROVIDERS:
+        if any(path.endswith(suffix) for suffix in provider.suffixes):
+            return provider
+    return None
+
+
+def _guess(headers: Mapping[str, str]) -> Provider:
+    """The provider whose shape an error of another request takes (and whose upstream it goes
+    to when none is configured): Anthropic's clients send ``anthropic-version``."""
+    return ANTHROPIC if "anthropic-version" in headers or "x-api-key" in headers else CHAT
+
+
+async def _read(request: Request, limit: int) -> bytes:
+    """The request body, refused as soon as it passes ``limit`` (never held whole beyond it)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _loads(body: bytes) -> Any:
+    """The JSON of a body; orjson first, Python's json for what orjson refuses (integers
+    beyond 64 bits). Raises ``ValueError`` for a body that is not JSON."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
+
+def _dumps(value: Any) -> bytes:
+    """Compact JSON, key order kept: the same request gives the same bytes every turn."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # an integer beyond 64 bits
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def _rewrite(
+    hold: Hold, rewriter: Rewriter, provider: Provider, body: bytes, session: str | None
+) -> bytes | Response:
+    """The body to forward, or the provider-shaped refusal to answer instead."""
+    try:
+        parsed = _loads(body)
+    except (ValueError, RecursionError):
+        return _error(provider, 400, "malformed_request", "the request body is not JSON")
+    if not isinstance(parsed, dict):
+        return _error(provider, 400, "malformed_request", "the request body is not a JSON object")
+    try:
+        scoped = hold if session is None else hold.for_session(session)
+    except InvalidScopeError:
+        return _error(
+            provider, 400, "invalid_session", f"the {SESSION_HEADER} header is not a valid session"
+        )
+    try:
+        forwarded, _counts = await scoped.arun(rewriter.rewrite, scoped, provider, parsed)
+    except ContextLeakError as exc:
+        # The guard's message names places and sizes, never content: fit for the client.
+        return _error(provider, 400, "context_leak", str(exc))
+    except ContextWindowExceededError as exc:
+        return _error(provider, 400, "context_window_exceeded", str(exc))
+    if forwarded is parsed:
+        return body  # nothing rewritten: the client's bytes, exactly
+    return _dumps(forwarded)
+
+
+async def _relay(answer: httpx.Response, limit: int) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive; a break or an overrun ends the connection."""
+    sent = 0
+    try:
+        async for chunk in answer.aiter_raw():
+            sent += len(chunk)
+            if sent > limit:
+                raise ResponseCut("the upstream's response is over max_response_bytes")
+            yield chunk
+    except httpx.HTTPError:
+        raise ResponseCut("the upstream's response broke off") from None
+    finally:
+        await answer.aclose()
+
+
+def _error(provider: Provider, status: int, code: str, message: str) -> Response:
+    """An error answered by the gateway itself, in the provider's shape."""
+    return Response(
+        provider.error(status, code, message), status_code=status, media_type="application/json"
+    )

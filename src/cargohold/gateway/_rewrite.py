@@ -1,0 +1,148 @@
+"""The rewrite of one request before it is forwarded: heavy tool results and heavy tool-call
+inputs become their stubs, compaction runs if configured, then the edge guard.
+
+A client resends its whole history on every turn, raw results included. A result seen on an
+earlier turn is not projected again: its stub is looked up in an in-memory map keyed by the
+scope, the slot's kind and tool, and the SHA-256 of its bytes (the digest the reference is made
+of, about 1.3 ms for 2 MiB), and kept only while its artifact still reads back in that scope.
+Same bytes, same stub: the rewrite of a message is the same on every turn, so the provider's
+prompt cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cargohold._events import OffloadOutcome
+
+if TYPE_CHECKING:
+    from cargohold._hold import Hold
+    from cargohold.compact import CompactionPolicy
+    from cargohold.gateway._provider import Provider
+
+_REUSABLE = frozenset({OffloadOutcome.OFFLOADED, OffloadOutcome.EXISTING_REFERENCE})
+_CacheKey = tuple[str, str, str, str, str | None, str | None, bytes]
+
+
+@dataclass(slots=True)
+class RewriteCounts:
+    """What one rewrite did (no content): the figures of a request, for its log line.
+
+    Attributes:
+        offloaded: Slots stored and replaced by a stub on this request.
+        reused: Slots replaced by the stub of an earlier turn, without projecting again.
+        bytes_kept_out: Bytes of the replaced slots.
+        compacted: Results the compaction cleared.
+    """
+
+    offloaded: int = 0
+    reused: int = 0
+    bytes_kept_out: int = 0
+    compacted: int = 0
+
+
+@dataclass(slots=True)
+class Rewriter:
+    """Rewrites requests for one gateway; safe to share between threads.
+
+    Attributes:
+        compact: Whether lossless compaction runs on each request (:meth:`Hold.compact`).
+        policy: The compaction policy; the hold's configured one when ``None``.
+        cache_size: How many stubs the map keeps (least recently used go first).
+    """
+
+    compact: bool = False
+    policy: CompactionPolicy | None = None
+    cache_size: int = 4096
+    _stubs: OrderedDict[_CacheKey, tuple[str, str]] = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def rewrite(
+        self, hold: Hold, provider: Provider, request: dict[str, Any]
+    ) -> tuple[Any, RewriteCounts]:
+        """The request to forward (``request`` itself when nothing changed) and its counts.
+
+        Raises:
+            ContextLeakError: a raw heavy part remains that the gateway cannot replace (user
+                text, an attachment, a system prompt): the request must not be forwarded.
+            ContextWindowExceededError: the request exceeds the model's window less the margin.
+        """
+        counts = RewriteCounts()
+        fmt = provider.format
+        messages = fmt.messages(request)
+        result: Any = request
+        if messages is not None:
+            calls: dict[str, str] = {}
+            new_messages: list[Any] | None = None
+            for index, message in enumerate(messages):
+                stubs: dict[tuple[str, int], str] = {}
+                for slot in fmt.slots(index, message, calls):
+                    limit = hold.offloader.threshold_for(slot.tool)
+                    if len(slot.body) * 4 < limit:  # at most 4 UTF-8 bytes a character
+                        continue
+                    data = slot.body.encode("utf-8", "surrogatepass")
+                    if len(data) < limit:
+                        continue
+                    stub = self._stub(
+                        hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts
+                    )
+                    counts.bytes_kept_out += len(data)
+                    stubs[slot.kind, slot.part] = stub
+                if stubs:
+                    if new_messages is None:
+                        new_messages = list(messages)
+                    new_messages[index] = fmt.replace(message, stubs)
+            if new_messages is not None:
+                result = fmt.rebuild(request, new_messages)
+        if self.compact:
+            result, report = hold.compact(result, format=provider.name, policy=self.policy)
+            counts.compacted = report.cleared
+        model = result.get("model") if isinstance(result, dict) else None
+        hold.guard(result, format=provider.name, model=model if isinstance(model, str) else None)
+        return result, counts
+
+    def _stub(
+        self,
+        hold: Hold,
+        kind: str,
+        tool: str | None,
+        media_type: str | None,
+        body: str,
+        data: bytes,
+        counts: RewriteCounts,
+    ) -> str:
+        """The stub of one heavy slot: the earlier turn's when its artifact still reads back,
+        else a new offload (stored and projected by the hold's offloader)."""
+        scope = hold.scope
+        digest = hashlib.sha256(data).digest()
+        key: _CacheKey = (
+            scope.tenant,
+            scope.user,
+            scope.session,
+            kind,
+            tool,
+            media_type,
+            digest,
+        )
+        with self._lock:
+            cached = self._stubs.get(key)
+            if cached is not None:
+                self._stubs.move_to_end(key)
+        if cached is not None:
+            ref, stub = cached
+            if hold.info(ref).ok:
+                counts.reused += 1
+                return stub
+        offload = hold.offload(body, tool=tool, media_type=media_type)
+        counts.offloaded += 1
+        if offload.outcome in _REUSABLE and offload.ref is not None:
+            with self._lock:
+                self._stubs[key] = (str(offload.ref), offload.text)
+                while len(self._stubs) > self.cache_size:
+                    self._stubs.popitem(last=False)
+        # Rejected or failed: the offloader's bounded stub without the body, never the body.
+        return offload.text

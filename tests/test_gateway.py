@@ -1,0 +1,507 @@
+"""The gateway end to end: the official SDKs through ``cargohold.gateway`` to a scripted fake
+provider on loopback (tests/gateway_fixtures.py), in one store and scope with the read tools."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from tests.gateway_fixtures import (
+    MODELS_BODY,
+    FakeProvider,
+    free_port_url,
+    raw_server,
+    serve,
+)
+
+import cargohold
+from cargohold.gateway import SESSION_HEADER, GatewayConfig, build_app
+
+REF = re.compile(r"artifact://sha256/[0-9a-f]{64}")
+MARKER = "[cargohold]"
+KEY = "sk-ant-test-not-a-real-key"
+
+
+def heavy_log(lines: int = 3000, tag: str = "") -> str:
+    """About 170 KB of log lines: over the 32 KiB heavy threshold."""
+    return "".join(
+        f"2026-12-01T10:{i % 60:02d}:00Z INFO worker {i}{tag} done in {i % 97} ms\n"
+        for i in range(lines)
+    )
+
+
+@dataclass
+class Rig:
+    fake: FakeProvider
+    hold: cargohold.Hold
+    events: cargohold.ListSink
+    url: str  # the gateway's base URL
+    clients: list[Any] = field(default_factory=list)
+
+    def anthropic(self, **kwargs: Any) -> anthropic.Anthropic:
+        client = anthropic.Anthropic(api_key=KEY, base_url=self.url, max_retries=0, **kwargs)
+        self.clients.append(client)
+        return client
+
+    def openai(self, **kwargs: Any) -> openai.OpenAI:
+        client = openai.OpenAI(api_key=KEY, base_url=self.url + "/v1", max_retries=0, **kwargs)
+        self.clients.append(client)
+        return client
+
+    def read_back(self, ref: str) -> str:
+        """The artifact's whole text through the read tools' reads, page by page."""
+        out: list[str] = []
+        offset = 0
+        while True:
+            page = self.hold.read(ref, offset=offset, length=512 * 1024, budget=1024 * 1024)
+            assert page.outcome == "resolved", page.outcome
+            assert page.content is not None
+            assert page.end is not None
+            assert page.size is not None
+            out.append(page.content)
+            if page.end >= page.size:
+                return "".join(out)
+            offset = page.end
+
+
+@contextmanager
+def rig(config: GatewayConfig | None = None, upstream: str | None = None) -> Iterator[Rig]:
+    fake = FakeProvider()
+    events = cargohold.ListSink()
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw", sinks=[events]) as hold,
+        serve(fake.app()) as fake_url,
+    ):
+        config = config or GatewayConfig()
+        config = GatewayConfig(
+            upstream=upstream or fake_url,
+            compact=config.compact,
+            timeout=config.timeout,
+            max_request_bytes=config.max_request_bytes,
+            max_response_bytes=config.max_response_bytes,
+        )
+        with serve(build_app(hold, config)) as url:
+            value = Rig(fake, hold, events, url)
+            try:
+                yield value
+            finally:
+                for client in value.clients:
+                    client.close()
+
+
+@pytest.fixture
+def gw() -> Iterator[Rig]:
+    with rig() as value:
+        yield value
+
+
+def anthropic_history(result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "look at the log"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"c": "x"}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result}],
+        },
+    ]
+
+
+def chat_history(result: str) -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "look at the log"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": result},
+    ]
+
+
+def responses_input(result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "look at the log"},
+        {"type": "function_call", "call_id": "call_1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": result},
+    ]
+
+
+def forwarded_result_anthropic(rig: Rig) -> str:
+    content: str = rig.fake.received[-1].json()["messages"][2]["content"][0]["content"]
+    return content
+
+
+def offloads(rig: Rig) -> list[cargohold.DecisionEvent]:
+    return [e for e in rig.events.events if e.operation == "offload"]
+
+
+def assert_stub_reads_back(rig: Rig, stub: str, body: str) -> None:
+    assert stub.startswith(MARKER)
+    assert len(stub) < len(body) // 4
+    refs = REF.findall(stub)
+    assert refs
+    assert rig.read_back(refs[0]) == body
+
+
+# -- the SDKs: heavy results arrive as stubs that read back byte for byte -----------------------
+
+
+def test_anthropic_sdk_heavy_tool_result_reaches_provider_as_stub_that_reads_back(gw: Rig) -> None:
+    body = heavy_log()
+
+    message = gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=64, messages=anthropic_history(body)
+    )
+
+    assert message.content[0].type == "tool_use"
+    assert_stub_reads_back(gw, forwarded_result_anthropic(gw), body)
+
+
+def test_anthropic_sdk_stream_relays_every_event_and_forwards_the_stub(gw: Rig) -> None:
+    body = heavy_log()
+
+    with gw.anthropic().messages.stream(
+        model="claude-fake", max_tokens=64, messages=anthropic_history(body)
+    ) as stream:
+        final = stream.get_final_message()
+
+    assert final.stop_reason == "tool_use"
+    assert final.content[0].type == "tool_use"
+    assert final.content[0].input == {"cmd": "cat big.log"}
+    assert_stub_reads_back(gw, forwarded_result_anthropic(gw), body)
+
+
+def test_anthropic_async_sdk_through_the_gateway_forwards_the_stub(gw: Rig) -> None:
+    body = heavy_log()
+
+    async def run() -> str:
+        client = anthropic.AsyncAnthropic(api_key=KEY, base_url=gw.url, max_retries=0)
+        async with client:
+            stream = await client.messages.create(
+                model="claude-fake", max_tokens=64, messages=anthropic_history(body), stream=True
+            )
+            kinds = [event.type async for event in stream]
+        return kinds[-1]
+
+    assert asyncio.run(run()) == "message_stop"
+    assert_stub_reads_back(gw, forwarded_result_anthropic(gw), body)
+
+
+def test_anthropic_count_tokens_counts_the_rewritten_request(gw: Rig) -> None:
+    body = heavy_log()
+
+    counted = gw.anthropic().messages.count_tokens(
+        model="claude-fake", messages=anthropic_history(body)
+    )
+
+    assert gw.fake.received[-1].path == "/v1/messages/count_tokens"
+    assert counted.input_tokens < len(body) // 8
+    assert_stub_reads_back(gw, forwarded_result_anthropic(gw), body)
+
+
+def test_openai_chat_sdk_heavy_tool_result_reaches_provider_as_stub(gw: Rig) -> None:
+    body = heavy_log()
+
+    completion = gw.openai().chat.completions.create(model="gpt-fake", messages=chat_history(body))
+
+    assert completion.choices[0].message.tool_calls is not None
+    stub = gw.fake.received[-1].json()["messages"][2]["content"]
+    assert_stub_reads_back(gw, stub, body)
+
+
+def test_openai_async_chat_stream_relays_chunks_and_forwards_the_stub(gw: Rig) -> None:
+    body = heavy_log()
+
+    async def run() -> list[str | None]:
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=gw.url + "/v1", max_retries=0)
+        async with client:
+            stream = await client.chat.completions.create(
+                model="gpt-fake", messages=chat_history(body), stream=True
+            )
+            return [chunk.choices[0].finish_reason async for chunk in stream]
+
+    assert asyncio.run(run()) == [None, "tool_calls"]
+    stub = gw.fake.received[-1].json()["messages"][2]["content"]
+    assert_stub_reads_back(gw, stub, body)
+
+
+def test_openai_responses_sdk_sync_and_stream_forward_the_stub(gw: Rig) -> None:
+    body = heavy_log()
+    client = gw.openai()
+
+    response = client.responses.create(model="gpt-fake", input=responses_input(body))
+    events = [
+        e.type
+        for e in client.responses.create(model="gpt-fake", input=responses_input(body), stream=True)
+    ]
+
+    assert response.output[0].type == "function_call"
+    assert events == ["response.created", "response.completed"]
+    first, second = (r.json()["input"][2]["output"] for r in gw.fake.received[-2:])
+    assert first == second
+    assert_stub_reads_back(gw, first, body)
+
+
+def test_heavy_tool_call_input_is_replaced_by_an_object_holding_its_stub(gw: Rig) -> None:
+    big = heavy_log()
+    history = anthropic_history("ok")
+    history[1]["content"][0]["input"] = {"script": big}
+
+    gw.anthropic().messages.create(model="claude-fake", max_tokens=64, messages=history)
+
+    forwarded = gw.fake.received[-1].json()["messages"][1]["content"][0]["input"]
+    assert list(forwarded) == ["cargohold"]
+    ref = REF.findall(forwarded["cargohold"])[0]
+    assert json.loads(gw.read_back(ref)) == {"script": big}
+
+
+# -- passthrough ----------------------------------------------------------------------------
+
+
+def test_a_request_without_heavy_parts_is_forwarded_byte_for_byte(gw: Rig) -> None:
+    raw = (
+        b'{"model": "claude-fake",  "max_tokens": 9, "zz_unknown": {"b": 1.50, "a": [1e3]},\n'
+        b' "messages": [{"role": "user", "content": "hi"}]}'
+    )
+    headers = {
+        "x-api-key": KEY,
+        "anthropic-beta": "some-beta-2026",
+        "anthropic-version": "2023-06-01",
+        SESSION_HEADER: "conv-1",
+    }
+
+    answer = httpx.post(gw.url + "/v1/messages?beta=true", content=raw, headers=headers)
+
+    assert answer.status_code == 200
+    got = gw.fake.received[-1]
+    assert got.body == raw
+    assert got.path == "/v1/messages"
+    assert got.headers["x-api-key"] == KEY
+    assert got.headers["anthropic-beta"] == "some-beta-2026"
+    assert SESSION_HEADER not in got.headers
+
+
+def test_other_endpoints_pass_through_byte_for_byte(gw: Rig) -> None:
+    answer = httpx.get(gw.url + "/v1/models", headers={"authorization": f"Bearer {KEY}"})
+
+    assert answer.status_code == 200
+    assert answer.content == MODELS_BODY
+    assert answer.headers["x-fake"] == "1"
+    assert gw.fake.received[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_small_tool_result_is_forwarded_unchanged(gw: Rig) -> None:
+    history = anthropic_history("exit 0\n" * 100)
+
+    gw.anthropic().messages.create(model="claude-fake", max_tokens=64, messages=history)
+
+    assert gw.fake.received[-1].json()["messages"] == history
+    assert offloads(gw) == []
+
+
+# -- the rewrite is stable and cheap across turns --------------------------------------------
+
+
+def test_a_result_seen_on_an_earlier_turn_is_not_offloaded_again(gw: Rig) -> None:
+    client = gw.anthropic()
+    history = anthropic_history(heavy_log())
+
+    client.messages.create(model="claude-fake", max_tokens=64, messages=history)
+    decisions = len(offloads(gw))
+    client.messages.create(model="claude-fake", max_tokens=64, messages=history)
+
+    assert decisions == 1
+    assert len(offloads(gw)) == decisions
+    first, second = (r.body for r in gw.fake.received[-2:])
+    assert first == second
+
+
+def test_fifty_turn_replay_each_forwarded_request_extends_the_previous_byte_for_byte(
+    gw: Rig,
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    bodies: list[bytes] = []
+    for turn in range(50):
+        call = {"type": "tool_use", "id": f"toolu_{turn}", "name": "bash", "input": {"n": turn}}
+        messages.append({"role": "assistant", "content": [call]})
+        result = heavy_log(700 + turn, tag=f"-t{turn}") if turn % 3 == 0 else f"ok {turn}"
+        block = {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": result}
+        messages.append({"role": "user", "content": [block]})
+        request = {"model": "claude-fake", "max_tokens": 64, "messages": messages}
+        answer = httpx.post(
+            gw.url + "/v1/messages",
+            content=json.dumps(request, separators=(",", ":")),
+            headers={"x-api-key": KEY, "content-type": "application/json"},
+        )
+        assert answer.status_code == 200
+        bodies.append(gw.fake.received[-1].body)
+
+    for before, after in itertools.pairwise(bodies):
+        assert before.endswith(b"]}")
+        assert after.startswith(before[:-2] + b",")
+    assert all(len(body) < 200_000 for body in bodies)
+
+
+def test_two_sessions_get_artifacts_in_their_own_scope(gw: Rig) -> None:
+    body = heavy_log()
+    request = {"model": "claude-fake", "max_tokens": 64, "messages": anthropic_history(body)}
+
+    httpx.post(gw.url + "/v1/messages", json=request, headers={SESSION_HEADER: "conv-a"})
+    ref = REF.findall(forwarded_result_anthropic(gw))[0]
+
+    assert gw.hold.for_session("conv-a").read(ref, length=100).outcome == "resolved"
+    assert gw.hold.for_session("conv-b").read(ref, length=100).outcome == "unauthorized"
+    assert gw.hold.read(ref, length=100).outcome == "unauthorized"
+
+
+# -- refusals and faults ---------------------------------------------------------------------
+
+
+def test_a_leak_the_gateway_cannot_fix_is_refused_in_the_anthropic_shape(gw: Rig) -> None:
+    messages = [{"role": "user", "content": heavy_log()}]
+
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        gw.anthropic().messages.create(model="claude-fake", max_tokens=64, messages=messages)
+
+    assert caught.value.status_code == 400
+    assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    assert gw.fake.received == []
+
+
+def test_a_leak_is_refused_in_the_openai_shape_with_its_code(gw: Rig) -> None:
+    messages = [{"role": "user", "content": heavy_log()}]
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        gw.openai().chat.completions.create(model="gpt-fake", messages=messages)
+
+    assert caught.value.code == "context_leak"
+    assert gw.fake.received == []
+
+
+def test_a_credential_in_a_heavy_result_is_never_forwarded_raw(gw: Rig) -> None:
+    secret = "AKIA" + "ABCDEFGHIJKLMNOP"
+    body = heavy_log() + f"aws_access_key_id = {secret}\n" + heavy_log(200)
+
+    gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=64, messages=anthropic_history(body)
+    )
+
+    forwarded = gw.fake.received[-1].body
+    assert secret.encode() not in forwarded
+    stub = forwarded_result_anthropic(gw)
+    assert secret not in gw.read_back(REF.findall(stub)[0])
+
+
+def test_a_malformed_request_gets_a_provider_shaped_error_and_the_next_one_is_served(
+    gw: Rig,
+) -> None:
+    bad = httpx.post(gw.url + "/v1/chat/completions", content=b"{not json")
+    good = gw.openai().chat.completions.create(model="gpt-fake", messages=chat_history("ok"))
+
+    assert bad.status_code == 400
+    assert bad.json()["error"]["code"] == "malformed_request"
+    assert good.choices[0].finish_reason == "tool_calls"
+    assert len(gw.fake.received) == 1
+
+
+def test_an_upstream_500_reaches_the_client_unchanged_and_the_next_request_is_served(
+    gw: Rig,
+) -> None:
+    client = gw.anthropic()
+    gw.fake.fail_with = 500
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        client.messages.create(model="claude-fake", max_tokens=64, messages=anthropic_history("x"))
+    gw.fake.fail_with = None
+
+    message = client.messages.create(
+        model="claude-fake", max_tokens=64, messages=anthropic_history("x")
+    )
+
+    assert caught.value.status_code == 500
+    assert message.stop_reason == "tool_use"
+
+
+def test_an_upstream_that_is_down_gives_a_502_in_the_provider_shape() -> None:
+    with rig(upstream=free_port_url()) as down:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            down.anthropic().messages.create(
+                model="claude-fake", max_tokens=64, messages=anthropic_history("x")
+            )
+        with pytest.raises(openai.APIStatusError) as again:
+            down.openai().chat.completions.create(model="gpt-fake", messages=chat_history("x"))
+
+    assert caught.value.status_code == 502
+    assert caught.value.body["error"]["type"] == "api_error"  # type: ignore[index]
+    assert again.value.code == "upstream_unavailable"
+
+
+def test_an_upstream_answering_garbage_gives_a_502_and_the_gateway_keeps_serving() -> None:
+    with raw_server(b"this is not HTTP at all\r\n\r\n") as garbage, rig(upstream=garbage) as gw:
+        client = gw.openai()
+        for _ in range(2):
+            with pytest.raises(openai.APIStatusError) as caught:
+                client.chat.completions.create(model="gpt-fake", messages=chat_history("x"))
+            assert caught.value.status_code == 502
+            assert caught.value.code == "upstream_unavailable"
+
+
+def test_a_hanging_upstream_gives_a_504_within_the_timeout() -> None:
+    with (
+        raw_server(None) as hanging,
+        rig(GatewayConfig(timeout=0.5), upstream=hanging) as gw,
+        pytest.raises(anthropic.APIStatusError) as caught,
+    ):
+        gw.anthropic(timeout=30).messages.create(
+            model="claude-fake", max_tokens=64, messages=anthropic_history("x")
+        )
+
+    assert caught.value.status_code == 504
+
+
+def test_a_client_disconnecting_mid_stream_leaves_the_gateway_serving(gw: Rig) -> None:
+    gw.fake.stream_chunks = 2000
+    request = {"model": "gpt-fake", "messages": chat_history("x"), "stream": True}
+    with httpx.stream("POST", gw.url + "/v1/chat/completions", json=request) as answer:
+        first = next(answer.iter_raw())
+    gw.fake.stream_chunks = 1
+
+    completion = gw.openai().chat.completions.create(model="gpt-fake", messages=chat_history("x"))
+
+    assert first
+    assert completion.choices[0].finish_reason == "tool_calls"
+
+
+def test_a_request_over_the_size_limit_is_refused_with_413_before_it_is_forwarded() -> None:
+    with rig(GatewayConfig(max_request_bytes=1000)) as gw:
+        answer = httpx.post(
+            gw.url + "/v1/messages",
+            json={"messages": anthropic_history("x" * 2000)},
+            headers={"anthropic-version": "2023-06-01"},
+        )
+        received = list(gw.fake.received)
+
+    assert answer.status_code == 413
+    assert answer.json()["error"]["type"] == "request_too_large"
+    assert received == []
+
+
+def test_an_invalid_session_header_is_refused_and_not_forwarded(gw: Rig) -> None:
+    answer = httpx.post(
+        gw.url + "/v1/messages",
+        json={"messages": anthropic_history("x")},
+        headers={SESSION_HEADER: ""},
+    )
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"].count("invalid_session") == 1
+    assert gw.fake.received == []
