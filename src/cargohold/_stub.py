@@ -5,10 +5,12 @@ reference and ends with one closing line naming its budget and a check of everyt
 line: the first 16 hex digits of its HMAC-SHA256 under the store's marker key (see
 :mod:`cargohold._marks`: a tool cannot forge it), or of its plain SHA-256 when rendered without a
 key (tests and documentation; no guard trusts that). Between them: what the thing is (tool, media
-type, size, estimated tokens, complete or truncated), a preview within the budget, and the exact
-names of the read tools the surface offers. The whole stub, in UTF-8 bytes, never exceeds its
-budget, and the budget shrinks with the body (:func:`stub_limit`: at most a tenth of the body,
-never below 2 KiB), so a stub always saves most of what it replaces.
+type, size, estimated tokens, complete or truncated), when the bytes hold redaction markers a
+line naming what was redacted before storing (``credentials redacted before storing: jwt (line
+12)``, kinds and lines, never a value; whatever the preview shows), a preview within the budget,
+and the exact names of the read tools the surface offers. The whole stub, in UTF-8 bytes, never
+exceeds its budget, and the budget shrinks with the body (:func:`stub_limit`: at most a tenth of
+the body, never below 2 KiB), so a stub always saves most of what it replaces.
 
 "about N tokens" is what the body would cost a model if it entered the context as it is, counted
 the way the edge guard counts it: text with the o200k tokenizer (three samples scaled to the
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field
 from cargohold._errors import UsageError
 from cargohold._marks import check_key, same, tag
 from cargohold._ref import PREFIX, Ref
+from cargohold._secrets import redaction_note
 from cargohold._text import cut_utf8, fit, looks_textual, utf8_len
 from cargohold._tokens import Family, body_tokens, estimate_tokens, family_of
 from cargohold.projection import Detection, Projection, ProjectionClass, detect, project
@@ -199,6 +202,10 @@ class Stub:
         }
 
 
+_NOTE_BYTES = 512
+"""The most a stub's redaction note takes (kinds and at most twenty line numbers fit)."""
+
+
 def _check(text: str, key: bytes | None) -> str:
     data = text.encode("utf-8", "surrogatepass")
     if key is None:
@@ -259,6 +266,10 @@ def render_stub(
     tokens = body_tokens(data, family)
     counted = {Family.IMAGE: " as an image", Family.BINARY: " as base64"}.get(family, "")
 
+    # Whatever the preview shows (a marker may sit past it), the stub says what was redacted.
+    note = redaction_note(data, _NOTE_BYTES)
+    note_line = f"{note}\n" if note else ""
+
     def header(kind: str, detail: str | None, cls: ProjectionClass) -> tuple[str, int]:
         tool_part = f"tool {tool} | " if tool else ""
         what = f"{kind} ({detail})" if detail else kind
@@ -267,6 +278,7 @@ def render_stub(
             f"{tool_part}{media_type} | {size:,} bytes | about {tokens:,} tokens{counted} | "
             f"{state}\n"
             f"kept out of context | kind {what} | class {cls.value}\n"
+            f"{note_line}"
         ), tokens
 
     fixed = utf8_len(tail) + closing_len + len(open_rule) + len(close_rule)

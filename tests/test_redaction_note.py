@@ -1,0 +1,89 @@
+"""The redaction note: every view of a redacted result tells the model what was taken out
+(kinds and line numbers, never a value), whatever its preview shows."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cargohold import Budget, MemoryStore, Offloader, Ref, Scope, ScopedStore, render_stub
+
+KiB = 1024
+NOTE = "credentials redacted before storing: "
+# A GitHub token's shape (the prefix and 36 characters); assembled so no scanner flags this file.
+TOKEN = "gh" + "p_" + "Zq7" * 12
+
+
+def _scoped() -> ScopedStore:
+    return ScopedStore(MemoryStore(), Scope("acme", "ana", "note"))
+
+
+def _log(lines: int, secret_at: list[int]) -> str:
+    out = []
+    for number in range(1, lines + 1):
+        if number in secret_at:
+            out.append(f"2026-03-01T10:00:00Z ERROR push failed token={TOKEN}")
+        else:
+            out.append(f"2026-03-01T10:00:00Z INFO request {number} status=200 latency_ms=12")
+    return "\n".join(out) + "\n"
+
+
+def _note_of(text: str) -> str | None:
+    for line in text.split("\n"):
+        if line.startswith(NOTE):
+            return line
+    return None
+
+
+def test_a_stub_names_what_was_redacted_even_when_its_preview_shows_no_marker() -> None:
+    # The token sits in the middle of a 200 KiB log, far past what a preview quotes from it.
+    text = _log(3000, secret_at=[1517, 2203])
+    result = Offloader(_scoped(), threshold=32 * KiB).offload(text, tool="tail_log")
+
+    assert result.reason.value == "credential_redacted"
+    assert result.stub is not None
+    lines = result.stub.text.split("\n")
+    assert lines[2].startswith("kept out of context |")
+    assert lines[3] == NOTE + "github_token (lines 1,517, 2,203)"
+    assert TOKEN not in result.stub.text
+    assert result.stub.size_bytes <= result.stub.limit
+
+
+def test_a_stub_of_bytes_without_markers_has_no_redaction_note() -> None:
+    result = Offloader(_scoped(), threshold=32 * KiB).offload(_log(3000, []), tool="tail_log")
+
+    assert result.stub is not None
+    assert _note_of(result.stub.text) is None
+
+
+_kinds = st.sampled_from(
+    ["github_token", "jwt", "aws_access_key_id", "private_key", "secret_assignment"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    size=st.integers(0, 120_000),
+    markers=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), _kinds), min_size=1, max_size=60),
+    budget=st.sampled_from(list(Budget)),
+    media_type=st.sampled_from(["text/plain", "application/json", "text/csv"]),
+)
+def test_a_stub_with_a_redaction_note_is_never_over_its_budget(
+    size: int, markers: list[tuple[float, str]], budget: Budget, media_type: str
+) -> None:
+    body = bytearray(b"".join(b"line %d of the tool's output\n" % i for i in range(size // 24)))
+    for where, kind in sorted(markers, reverse=True):
+        at = int(where * len(body))
+        body[at:at] = f"[REDACTED:{kind}]".encode()
+    data = bytes(body)
+
+    stub = render_stub(data, Ref.of(data), media_type=media_type, budget=budget)
+
+    assert stub.size_bytes <= stub.limit
+    note = _note_of(stub.text)
+    assert note is not None
+    named = set(re.findall(r"([a-z0-9_]+) \(line", note))
+    assert named <= {kind for _, kind in markers}
+    assert named  # at least the first kind; every kind when it fits in the note's bytes
