@@ -6,12 +6,15 @@ suite; these tests drive the tool as a model calls it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import cargohold
 from cargohold import (
@@ -20,11 +23,13 @@ from cargohold import (
     MemoryStore,
     Ref,
     Scope,
-    ScopedStore,
     ToolAnswer,
+    UsageError,
     parse_segment,
 )
 from cargohold._toolspecs import SPECS
+from cargohold.cli import ExitCode, cli
+from search_fixtures import patch_facade_search
 
 TENANT, USER, SESSION = "tenant-acme", "user-ana", "session-1"
 
@@ -87,13 +92,7 @@ class _ScanningStore(MemoryStore):
 
 @pytest.fixture(autouse=True)
 def _facade_search(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not hasattr(ScopedStore, "search"):
-        monkeypatch.setattr(
-            ScopedStore,
-            "search",
-            lambda self, query, *, limit: self.store.search(self.scope, query, limit=limit),
-            raising=False,
-        )
+    patch_facade_search(monkeypatch)
 
 
 @pytest.fixture
@@ -130,7 +129,8 @@ def test_search_answers_each_hit_with_its_ref_and_the_lines_that_hold_the_words(
     assert by_ref[str(notes)]["lines"] == [2]
     assert by_ref[str(log)]["tool"] == "tail_log"
     content = answer.content or ""
-    assert str(log) in content and str(notes) in content
+    assert str(log) in content
+    assert str(notes) in content
     for number in log_lines[:5]:
         line = LOG.decode().splitlines()[number - 1]
         assert f"   {number}: {line}\n" in content
@@ -301,3 +301,70 @@ def test_every_spec_export_has_artifact_search(backend: MemoryStore) -> None:
     assert spec.parameters["required"] == ["query"]
     assert spec.mcp()["annotations"]["readOnlyHint"] is True
     json.dumps(spec.openai())  # JSON-ready
+
+
+def test_hold_search_and_asearch_give_the_same_verified_hits(backend: MemoryStore) -> None:
+    with open_hold(backend) as hold:
+        notes = put(hold, NOTES)
+        put(hold, OTHER)
+        found = hold.search("Retries", limit=5)
+        again = asyncio.run(hold.asearch("Retries", limit=5))
+    assert found.ok
+    assert [hit.ref for hit in found.hits] == [hit.ref for hit in again.hits] == [notes]
+    assert found.hits[0].lines == (2,)
+    assert found.content == again.content
+    assert "aws" not in repr(found)
+
+
+def test_hold_search_refuses_a_blank_query_with_a_usage_error(backend: MemoryStore) -> None:
+    with open_hold(backend) as hold, pytest.raises(UsageError):
+        hold.search("  \t ")
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def cli_run(root: Path, *args: str, input: bytes | None = None) -> Any:
+    scope = ["--tenant", TENANT, "--user", USER, "--session", SESSION]
+    return CliRunner().invoke(
+        cli, ["--store", str(root), *scope, *args], input=input, catch_exceptions=False
+    )
+
+
+def test_cargohold_search_prints_the_verified_hits_with_line_numbers(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    stored = cli_run(root, "put", "-", "--media-type", "text/plain", input=NOTES)
+    assert stored.exit_code == ExitCode.OK
+    ref = stored.stdout.strip()
+    cli_run(root, "put", "-", input=OTHER)
+
+    raw = cli_run(root, "search", "payments", "TimeoutError", "--raw")
+    facts = cli_run(root, "search", "payments", "--limit", "1", "--json")
+    none = cli_run(root, "search", "nowhere-at-all")
+
+    assert raw.exit_code == ExitCode.OK
+    assert ref in raw.stdout
+    assert "   2: the payments service retries on TimeoutError now" in raw.stdout
+    assert "[cargohold:recovered]" not in raw.stdout
+    assert facts.exit_code == ExitCode.OK
+    document = json.loads(facts.stdout)
+    assert [hit["ref"] for hit in document["hits"]] == [ref]
+    assert document["event"]["operation"] == "rehydrate"
+    assert (none.exit_code, json.loads(cli_run(root, "search", "zz", "--json").stdout)["hits"]) == (
+        ExitCode.OK,
+        [],
+    )
+
+
+def test_cargohold_search_over_its_budget_exits_7_and_prints_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    cli_run(root, "put", "-", input=NOTES)
+
+    over = cli_run(root, "search", "retries", "--budget", "40")
+
+    assert over.exit_code == ExitCode.OVER_BUDGET
+    assert over.stdout == ""
+
+
+def test_cargohold_search_with_a_limit_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    assert cli_run(tmp_path / "store", "search", "x", "--limit", "0").exit_code == ExitCode.USAGE

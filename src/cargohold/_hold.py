@@ -36,7 +36,7 @@ from cargohold._facade import ScopedStore, as_ref
 from cargohold._offload import Offloader, OffloadResult
 from cargohold._records import ReadResult, Sensitivity
 from cargohold._ref import Ref
-from cargohold._rehydrate import RehydrateResult, Rehydrator
+from cargohold._rehydrate import RehydrateResult, Rehydrator, SearchResult
 from cargohold._scope import Scope
 from cargohold._sinks import RunSummary
 from cargohold._stub import Budget
@@ -385,6 +385,11 @@ class Hold:
         """A JMESPath expression on a JSON artifact."""
         return self._slide(self._reader.query(ref, expression, budget=budget))
 
+    def search(self, query: str, *, limit: int = 10, budget: int | None = None) -> SearchResult:
+        """This scope's artifacts that hold every word of ``query``, best first, each read back
+        verified, with the lines that hold them (see :meth:`Rehydrator.search`)."""
+        return self._reader.search(query, limit=limit, budget=budget)
+
     def info(self, ref: Ref | str) -> ReadResult:
         """The artifact's record if this scope may see it; reads no bytes."""
         return self._scoped.stat(as_ref(ref))
@@ -593,6 +598,12 @@ class Hold:
     ) -> RehydrateResult:
         """:meth:`query` on the worker pool."""
         return await self.arun(self.query, ref, expression, budget=budget)
+
+    async def asearch(
+        self, query: str, *, limit: int = 10, budget: int | None = None
+    ) -> SearchResult:
+        """:meth:`search` on the worker pool."""
+        return await self.arun(self.search, query, limit=limit, budget=budget)
 
     async def ainfo(self, ref: Ref | str) -> ReadResult:
         """:meth:`info` on the worker pool."""

@@ -140,7 +140,8 @@ _REF_NOTE: Final = (
 _INSTRUCTIONS: Final = (
     "Heavy tool results reach you as cargohold stubs naming an artifact://sha256/<hex> "
     "reference; read exact bytes back with artifact_read, artifact_read_lines, artifact_grep "
-    "or artifact_query, in pages that fit your budget. To change one without re-sending it, "
+    "or artifact_query, in pages that fit your budget; find one by the words it holds with "
+    "artifact_search. To change one without re-sending it, "
     "artifact_patch (JSON Patch, or line and byte edits) answers with a new reference, which "
     "tools that take artifact:// arguments accept."
 )

@@ -2,8 +2,9 @@
 
 For a client that already holds references (from a proxy, from ``cargohold offload``, from an
 agent's own stubs) and needs the exact bytes back: ``artifact_info``, ``artifact_read``,
-``artifact_read_lines``, ``artifact_grep``, ``artifact_query``, and ``artifact_patch``, which
-derives a changed artifact without the body entering the context (every tool of
+``artifact_read_lines``, ``artifact_grep``, ``artifact_query``, ``artifact_search`` (finds
+artifacts by the words they hold), and ``artifact_patch``, which derives a changed artifact
+without the body entering the context (every tool of
 :data:`cargohold._toolspecs.SPECS`), and ``resources/read`` of ``artifact://sha256/<hex>``.
 """
 
@@ -50,7 +51,8 @@ INSTRUCTIONS: Final = (
     "Heavy tool results were kept out of this context by cargohold; each stub names an "
     "artifact://sha256/<hex> reference. Read exact bytes back with these tools, in pages that "
     "fit your budget: artifact_info (facts), artifact_read (bytes), artifact_read_lines, "
-    "artifact_grep (RE2), artifact_query (JMESPath on JSON). artifact_patch changes one "
+    "artifact_grep (RE2), artifact_query (JMESPath on JSON); artifact_search finds them by the "
+    "words they hold. artifact_patch changes one "
     "(JSON Patch, or line and byte edits) without you re-sending it, and answers with a new "
     "reference."
 )
