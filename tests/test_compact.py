@@ -640,3 +640,17 @@ def test_a_masked_credential_never_shows_in_a_compact_stub(tmp_path: Path) -> No
             assert parse_compact_stub(text, key=hold.store.marker_key()) is not None
             assert token not in text
             assert "first line:" in text
+
+
+def test_a_restarted_caller_compacts_the_same_request_to_the_same_bytes(tmp_path: Path) -> None:
+    given = request("anthropic", turns([6000] * 12))
+    outputs = []
+    for _ in range(2):  # two runs of a gateway over one local store: its key persists
+        with cargohold.open(tmp_path / "store", session="s") as hold:
+            out, report = hold.compact(
+                given, format="anthropic", policy=_at_the_end(hold, "anthropic", given)
+            )
+            assert report.cleared == 9
+            outputs.append(dump("anthropic", out))
+
+    assert outputs[0] == outputs[1]
