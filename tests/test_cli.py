@@ -654,6 +654,47 @@ def test_put_of_a_file_over_the_limit_names_its_real_size_the_limit_and_the_sett
     assert json_out(run(root, "ls", "--json")) == []
 
 
+def test_offload_of_an_output_over_the_artifact_limit_names_its_real_size_the_limit_and_setting(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_MAX_ARTIFACT_BYTES", "40000")
+    big = tmp_path / "big.log"
+    big.write_bytes(b"payload-" * 7_500)  # 60,000 bytes
+
+    from_file = run(root, "offload", str(big), "--json")
+    from_stream = run(root, "offload", "-", "--json", input=b"payload-" * 7_500)
+
+    assert from_file.exit_code == from_stream.exit_code == ExitCode.REJECTED
+    file_out, stream_out = json.loads(from_file.stdout), json.loads(from_stream.stdout)
+    for out in (file_out, stream_out):
+        assert (out["outcome"], out["reason"], out["ref"]) == (
+            "rejected",
+            "artifact_too_large",
+            None,
+        )
+        assert "40,000 bytes (max_artifact_bytes)" in out["content"]  # the limit and its setting
+        assert "payload-" not in out["content"]
+    # The file's real size from its metadata (it was 40,001, the bytes read); a stream's is not
+    # known without reading it all.
+    assert "returned 60,000 bytes" in file_out["content"]
+    assert file_out["event"]["observed_bytes"] == 60_000
+    assert "returned more than 40,000 bytes" in stream_out["content"]
+    assert json_out(run(root, "ls", "--json")) == []
+
+
+def test_offload_below_the_threshold_is_inline_whole_under_a_lower_artifact_limit(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CARGOHOLD_MAX_ARTIFACT_BYTES", "1000")
+    output = b"line of a tool output\n" * 900  # 19,800 bytes: under the 32 KiB threshold
+
+    result = run(root, "offload", "-", input=output)
+
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout_bytes == output  # whole: it was cut to 1,001 bytes, silently
+    assert json_out(run(root, "ls", "--json")) == []
+
+
 def test_put_over_the_session_quota_exits_8(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CARGOHOLD_SESSION_OBJECTS", "1")
     put(root, b"first")

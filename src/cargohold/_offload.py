@@ -468,6 +468,42 @@ class Offloader:
         )
         return OffloadResult(outcome, reason, stub.text, put.ref, stub, event, redacted)
 
+    def refuse_oversized(
+        self,
+        exc: LimitExceededError,
+        size: int | None,
+        *,
+        tool: str | None = None,
+        media_type: str = "application/octet-stream",
+    ) -> OffloadResult:
+        """The decision for a result over the per-artifact limit that was not read whole.
+
+        A surface reading a file or a stream stops one byte past ``max_artifact_bytes``, so the
+        bytes never reach :meth:`offload`; the result is refused as a put of it would be:
+        ``rejected`` (reason from ``exc``, ``artifact_too_large``), one event, and a notice
+        naming the real size, the limit and the setting, never the body.
+
+        Args:
+            exc: The refusal, from ``Limits.check_artifact`` of the real size (its ``setting``
+                and ``limit`` name what raises it).
+            size: The real size (a regular file's, from its metadata), or ``None`` when only
+                "more than the limit" is known (a stream, stopped past the limit).
+            tool: The producing tool's name.
+            media_type: What the bytes read are.
+        """
+        limit = exc.limit if exc.limit is not None else 0
+        observed = size if size is not None else limit + 1  # what was read: one past the limit
+        media = normalize_media_type(media_type)
+        return self._withheld(
+            exc,
+            observed,
+            self.threshold_for(tool),
+            media,
+            tool,
+            family_of("binary", media),
+            known=size is not None,
+        )
+
     def _withheld(
         self,
         exc: CargoholdError,
@@ -476,6 +512,8 @@ class Offloader:
         media_type: str,
         tool: str | None,
         family: Family,
+        *,
+        known: bool = True,
     ) -> OffloadResult:
         if isinstance(exc, SensitivityRefusedError):
             outcome, reason = OffloadOutcome.REJECTED, Reason.SENSITIVITY
@@ -491,7 +529,9 @@ class Offloader:
         else:
             outcome, reason = OffloadOutcome.FAILED, Reason.STORE_ERROR
         if isinstance(exc, LimitExceededError) and exc.setting and exc.limit is not None:
-            notice = _limit_notice(exc, exc.setting, exc.limit, reason, size, media_type, tool)
+            notice = _limit_notice(
+                exc, exc.setting, exc.limit, reason, size if known else None, media_type, tool
+            )
         else:
             notice = render_notice(
                 outcome=outcome.value,
@@ -643,14 +683,16 @@ def _limit_notice(
     setting: str,
     limit: int,
     reason: Reason,
-    size: int,
+    size: int | None,
     media_type: str,
     tool: str | None,
 ) -> str:
-    """The bounded notice for a result refused by a store limit: the result's real size, the
-    limit, and the setting that raises it (never "retry later": the same call meets the same
-    limit). Well under 1 KiB. The limit is described by the store's own reason (``exc``)."""
+    """The bounded notice for a result refused by a store limit: the result's real size (or
+    "more than" the limit, for a stream stopped past it), the limit, and the setting that raises
+    it (never "retry later": the same call meets the same limit). Well under 1 KiB. The limit is
+    described by the store's own reason (``exc``)."""
     source = f"tool {tool}" if tool else "a tool"
+    amount = f"{size:,} bytes" if size is not None else f"more than {limit:,} bytes"
     what, unit = _QUOTAS.get(exc.reason, ("a store limit", "bytes"))
     advice = (
         "Narrow the call so that it returns less"
@@ -658,7 +700,7 @@ def _limit_notice(
         else "Let older artifacts expire (`cargohold gc` removes expired ones)"
     )
     return (
-        f"{MARKER} withheld (rejected: {reason.value}): {source} returned {size:,} bytes of "
+        f"{MARKER} withheld (rejected: {reason.value}): {source} returned {amount} of "
         f"{media_type}, over {what} of {limit:,} {unit} ({setting}); the raw output is not "
         "in this context.\n"
         f"Nothing can be read back from this result. {advice}, or raise {setting} "

@@ -7,6 +7,7 @@ directory), which ``cargohold events`` shows.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -15,13 +16,19 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from cargohold._errors import UsageError
-from cargohold._records import MAX_READ_BYTES, ReadOutcome
+from cargohold._errors import LimitExceededError, UsageError
+from cargohold._records import MAX_READ_BYTES, Limits, ReadOutcome
 from cargohold.cli._context import get_app
 from cargohold.cli._exit import REHYDRATE_EXIT, ExitCode
 from cargohold.cli._output import escape_controls, json_text, write_bytes, write_text
 from cargohold.cli._progress import Busy
-from cargohold.cli._render import guess_media_type, human_bytes, outcome_message, program
+from cargohold.cli._render import (
+    fitting_media_type,
+    guess_media_type,
+    human_bytes,
+    outcome_message,
+    program,
+)
 
 if TYPE_CHECKING:
     from cargohold._offload import OffloadResult
@@ -193,6 +200,35 @@ def _span(value: str | None, what: str) -> tuple[int, int | None] | None:
     return start, end
 
 
+def _oversized(handle: IO[bytes], limits: Limits) -> tuple[LimitExceededError, int | None]:
+    """The refusal of an input read past ``max_artifact_bytes``, and its real size if known.
+
+    A regular file's size comes from its metadata (its real size, not the limit plus one); a
+    stream's is not known without reading it all, so it is "more than" the limit.
+    """
+    limit = limits.max_artifact_bytes
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):  # a stream without a descriptor
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        try:
+            limits.check_artifact(info.st_size)  # the store's own refusal: size, limit, setting
+        except LimitExceededError as exc:
+            return exc, info.st_size
+    return (
+        LimitExceededError(
+            f"input is more than {limit:,} bytes (read from a stream, stopped past the limit), "
+            f"over the {limit:,}-byte limit per artifact (raise it with max_artifact_bytes in "
+            "cargohold.toml or CARGOHOLD_MAX_ARTIFACT_BYTES)",
+            reason="artifact_too_large",
+            setting="max_artifact_bytes",
+            limit=limit,
+        ),
+        None,
+    )
+
+
 @click.command()
 @click.argument("file", metavar="FILE|-", type=click.File("rb"))
 @click.option("--tool", help="Name of the tool that produced the output (shown in the stub).")
@@ -232,15 +268,29 @@ def offload(
       cargohold offload orders.json --tool list_orders --budget light
     """
     app = get_app()
-    data = file.read(app.settings.limits.max_artifact_bytes + 1)
+    offloader = app.offloader(threshold=threshold)
+    limits = app.settings.limits
+    # Read whole what may be inline (under the threshold) or stored (up to the limit), and one
+    # byte more: an output past both is refused unread, under its real size where known.
+    cap = max(limits.max_artifact_bytes, offloader.threshold_for(tool) - 1)
+    data = file.read(cap + 1)
     name = getattr(file, "name", "-")
     if media_type is None and isinstance(name, str) and name != "<stdin>":
         media_type = guess_media_type(name)
-    offloader = app.offloader(threshold=threshold)
-    with Busy(f"offloading {human_bytes(len(data))}: storing, then the stub...", len(data)):
-        result: OffloadResult = offloader.offload(
-            data, tool=tool, media_type=media_type, budget=budget, failed=failed
+    result: OffloadResult
+    if len(data) > cap:
+        refusal, size = _oversized(file, limits)
+        result = offloader.refuse_oversized(
+            refusal,
+            size,
+            tool=tool,
+            media_type=media_type or fitting_media_type(data, name=None, kind=None),
         )
+    else:
+        with Busy(f"offloading {human_bytes(len(data))}: storing, then the stub...", len(data)):
+            result = offloader.offload(
+                data, tool=tool, media_type=media_type, budget=budget, failed=failed
+            )
     if as_json:
         _echo_json(
             {
