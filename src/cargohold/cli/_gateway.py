@@ -78,6 +78,7 @@ def gateway(
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))
+        listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound = listener.getsockname()[1]
