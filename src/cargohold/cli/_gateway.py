@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import sys
+from pathlib import Path
 
 import click
 
@@ -40,6 +41,13 @@ _DEFAULT_PORT = 8787
     help="Run lossless compaction on each request (gateway_compact; off by default).",
 )
 @click.option(
+    "--tool-results",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The folder whose files a client's <persisted-output> notice may name "
+    "(default: Claude Code's ~/.claude/projects).",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=600.0,
@@ -47,13 +55,19 @@ _DEFAULT_PORT = 8787
     help="Seconds to connect to the upstream, and the longest silence while it answers.",
 )
 def gateway(
-    upstream: str | None, port: int | None, host: str, compact: bool | None, timeout: float
+    upstream: str | None,
+    port: int | None,
+    host: str,
+    compact: bool | None,
+    tool_results: Path | None,
+    timeout: float,
 ) -> None:
     """Serve the gateway: heavy tool results in each request become stubs on the way."""
     import uvicorn
 
     import cargohold
     from cargohold.gateway import GatewayConfig, build_app
+    from cargohold.gateway._persisted import DEFAULT_FOLDER
 
     app = get_app()
     settings = app.settings
@@ -70,6 +84,7 @@ def gateway(
     config = GatewayConfig(
         upstream=upstream or settings.gateway_upstream,
         compact=settings.gateway_compact if compact is None else compact,
+        tool_results=DEFAULT_FOLDER if tool_results is None else tool_results,
         timeout=timeout,
     )
     if port is None:

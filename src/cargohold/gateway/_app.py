@@ -16,6 +16,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -29,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from cargohold._errors import CargoholdError, InvalidScopeError
 from cargohold.gateway._anthropic import ANTHROPIC
 from cargohold.gateway._chat import CHAT
+from cargohold.gateway._persisted import DEFAULT_FOLDER
 from cargohold.gateway._provider import Provider
 from cargohold.gateway._responses import RESPONSES
 from cargohold.gateway._rewrite import Rewriter
@@ -70,6 +72,9 @@ class GatewayConfig:
             rest).
         compact: Whether lossless compaction runs on each request (the hold's
             ``compaction_*`` settings).
+        tool_results: The folder a client's ``<persisted-output>`` notices may name (Claude
+            Code's ``~/.claude/projects`` by default); the file is offloaded and its stub
+            replaces the notice. ``None``: notices are left as they are.
         timeout: Seconds to connect to the upstream, and the longest silence allowed while it
             answers (between two streamed chunks too).
         max_request_bytes: The largest request body accepted (413 in the provider's shape).
@@ -79,6 +84,7 @@ class GatewayConfig:
 
     upstream: str | None = None
     compact: bool = False
+    tool_results: Path | None = DEFAULT_FOLDER
     timeout: float = 600.0
     max_request_bytes: int = 64 * 1024 * 1024
     max_response_bytes: int = 512 * 1024 * 1024
@@ -125,7 +131,7 @@ def build_app(
         transport: The httpx transport to the upstream (tests; the default opens connections).
     """
     config = config or GatewayConfig()
-    rewriter = Rewriter(compact=config.compact)
+    rewriter = Rewriter(compact=config.compact, tool_results=config.tool_results)
     timeout = httpx.Timeout(config.timeout)
     state: dict[str, httpx.AsyncClient] = {}
 

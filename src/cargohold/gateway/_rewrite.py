@@ -18,8 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cargohold._events import OffloadOutcome
+from cargohold.compact._model import RESULT
+from cargohold.gateway._persisted import spilled_file
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cargohold._hold import Hold
     from cargohold.compact import CompactionPolicy
     from cargohold.gateway._provider import Provider
@@ -52,11 +56,14 @@ class Rewriter:
     Attributes:
         compact: Whether lossless compaction runs on each request (:meth:`Hold.compact`).
         policy: The compaction policy; the hold's configured one when ``None``.
+        tool_results: The folder whose files a client's ``<persisted-output>`` notice may
+            name (:mod:`._persisted`); ``None``: notices are left as they are.
         cache_size: How many stubs the map keeps (least recently used go first).
     """
 
     compact: bool = False
     policy: CompactionPolicy | None = None
+    tool_results: Path | None = None
     cache_size: int = 4096
     _stubs: OrderedDict[_CacheKey, tuple[str, str]] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -82,6 +89,11 @@ class Rewriter:
                 stubs: dict[tuple[str, int], str] = {}
                 for slot in fmt.slots(index, message, calls):
                     limit = hold.offloader.threshold_for(slot.tool)
+                    if slot.kind == RESULT and self.tool_results is not None:
+                        spilled = self._spilled(hold, slot.tool, slot.body, counts)
+                        if spilled is not None:
+                            stubs[slot.kind, slot.part] = spilled
+                            continue
                     if len(slot.body) * 4 < limit:  # at most 4 UTF-8 bytes a character
                         continue
                     data = slot.body.encode("utf-8", "surrogatepass")
@@ -105,13 +117,35 @@ class Rewriter:
         hold.guard(result, format=provider.name, model=model if isinstance(model, str) else None)
         return result, counts
 
+    def _spilled(
+        self, hold: Hold, tool: str | None, notice: str, counts: RewriteCounts
+    ) -> str | None:
+        """The stub of the file a ``<persisted-output>`` notice names, or ``None`` to leave
+        the notice as it is (not a notice, a file it may not read, a result kept inline)."""
+        assert self.tool_results is not None
+        if "<persisted-output>" not in notice[:64]:
+            return None
+        max_bytes = hold.settings.limits.max_artifact_bytes
+        data = spilled_file(notice, self.tool_results, max_bytes)
+        if data is None:
+            return None
+        try:
+            body: str | bytes = data.decode("utf-8")
+        except UnicodeDecodeError:
+            body = data
+        stub = self._stub(hold, RESULT, tool, None, body, data, counts)
+        if not stub.startswith("[cargohold]"):
+            return None  # kept inline by the offloader: the client's own notice stands
+        counts.bytes_kept_out += len(data)
+        return stub
+
     def _stub(
         self,
         hold: Hold,
         kind: str,
         tool: str | None,
         media_type: str | None,
-        body: str,
+        body: str | bytes,
         data: bytes,
         counts: RewriteCounts,
     ) -> str:
