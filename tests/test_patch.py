@@ -314,6 +314,31 @@ def test_the_derived_artifact_keeps_the_parents_media_type_sensitivity_and_compl
     assert record.expires == clock() + 600  # the hold's TTL
 
 
+def test_a_derived_artifact_of_a_parent_stored_without_kind_or_class_records_them(
+    hold: Hold,
+) -> None:
+    ref = put(hold, json.dumps(PAGE).encode())  # a plain put: no kind, no class
+    log = put(hold, b"".join(b"2026-01-02 INFO step %d\n" % i for i in range(50)), "text/plain")
+
+    answer = patch(hold, ref, json_patch=[{"op": "remove", "path": "/rows/0"}])
+    edited = patch(hold, log, edits=[{"start_line": 1, "lines": ["2026-01-02 WARN step 0"]}])
+
+    for parent, derived in ((ref, answer), (log, edited)):
+        before = hold.store.stat(parent).record
+        record = hold.store.stat(derived.ref).record  # type: ignore[arg-type]
+        assert before is not None
+        assert record is not None
+        assert (before.kind, before.classification) == (None, None)
+        # What an offload of the same bytes records, so artifact_info and a stub agree.
+        with open_hold(threshold=64) as other:
+            offloaded = other.offload(body_of(hold, derived.ref), media_type=record.media_type)
+            assert offloaded.ref is not None
+            expected = other.store.stat(offloaded.ref).record
+        assert expected is not None
+        assert expected.kind is not None
+        assert (record.kind, record.classification) == (expected.kind, expected.classification)
+
+
 def test_artifact_info_names_the_parent_of_a_derived_artifact(hold: Hold) -> None:
     ref = put(hold, json.dumps(PAGE).encode())
     derived = patch(hold, ref, json_patch=[{"op": "remove", "path": "/note"}])

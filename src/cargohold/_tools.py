@@ -458,16 +458,17 @@ class ReadToolset:
                 event=read_event,
                 change=facts,
             )
+        kind, classification = _derived_kind(derived.data, parent)
         try:
             put = self._store.put(
                 derived.data,
                 media_type=parent.media_type,
-                kind=parent.kind,
+                kind=kind,
                 tool=PATCH_TOOL,
                 ttl=self._ttl,
                 sensitivity=parent.sensitivity,
                 complete=parent.complete,
-                classification=parent.classification,
+                classification=classification,
                 parent=ref,
             )
         except RejectedError as exc:
@@ -563,6 +564,20 @@ class ReadToolset:
             event=result.event,
             masked=result.masked,
         )
+
+
+def _derived_kind(data: bytes, parent: ArtifactRecord) -> tuple[str, str]:
+    """The kind and class a derived artifact's record carries: its parent's (a patch keeps
+    what the thing is, and a declared ``exact_required`` stays declared), else, for a parent
+    stored with none (a plain put), what the derived bytes are, as an offload records them."""
+    if parent.kind is not None and parent.classification is not None:
+        return parent.kind, parent.classification
+    from cargohold.projection import detect  # the projectors only when there is no record
+
+    with CPU_BOUND:  # a parse of the whole body at most, as an offload's
+        found = detect(data, media_type=parent.media_type)
+    label = f"{found.kind} ({found.detail})" if found.detail else found.kind  # as a stub says
+    return parent.kind or label, parent.classification or found.classification.value
 
 
 def _change_facts(
