@@ -176,12 +176,7 @@ def prepare_write(data: object, request: PutRequest, limits: Limits) -> Prepared
 def tenant_quota(limits: Limits) -> tuple[int | None, int | None]:
     """The tenant quota, ``(objects, bytes)``: ``Limits.tenant_objects`` and
     ``Limits.tenant_bytes``, ``None`` for either one not set (the store quota alone binds)."""
-    objects = getattr(limits, "tenant_objects", None)
-    size = getattr(limits, "tenant_bytes", None)
-    return (
-        objects if isinstance(objects, int) and not isinstance(objects, bool) else None,
-        size if isinstance(size, int) and not isinstance(size, bool) else None,
-    )
+    return limits.tenant_objects, limits.tenant_bytes
 
 
 def check_tenant(limits: Limits, objects: int, size: int, new_size: int) -> None:

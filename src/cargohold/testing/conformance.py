@@ -1262,25 +1262,10 @@ def test_tenant_usage_counts_the_tenants_own_blobs_and_nothing_of_another_tenant
     assert store.store_usage() == Usage(4, 1025)
 
 
-def _tenant_limits(**quota: int) -> Limits:
-    """Limits with a tenant quota (``tenant_objects``, ``tenant_bytes``)."""
-    if "tenant_bytes" in {f.name for f in dataclasses.fields(Limits)}:
-        return Limits(**quota)
-    return _WithTenantQuota(**quota)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _WithTenantQuota(Limits):
-    """Until ``Limits`` carries the tenant quota itself: the fields the stores read."""
-
-    tenant_objects: int | None = None
-    tenant_bytes: int | None = None
-
-
 def test_a_tenant_over_its_byte_quota_is_refused_while_another_tenant_still_writes(
     store_case: StoreCase,
 ) -> None:
-    store = store_case.open(_tenant_limits(tenant_bytes=100))
+    store = store_case.open(Limits(tenant_bytes=100))
     held = body(100, seed=32)
     ref = ScopedStore(store, MALLORY).put(held).ref
 
@@ -1318,7 +1303,7 @@ def test_a_store_quota_refusal_tells_a_tenant_nothing_of_what_other_tenants_hold
 def test_a_tenant_over_its_object_quota_is_refused_but_may_reuse_its_own_blobs(
     store_case: StoreCase,
 ) -> None:
-    store = store_case.open(_tenant_limits(tenant_objects=2))
+    store = store_case.open(Limits(tenant_objects=2))
     first, second = body(10, seed=34), body(10, seed=35)
     ref = ScopedStore(store, ALICE).put(first).ref
     ScopedStore(store, ALICE).put(second)
