@@ -31,6 +31,7 @@ from cargohold.envelopes._authority import (
 )
 from cargohold.envelopes._ownership import answer
 from cargohold.envelopes._project import Projection, Prose, project
+from cargohold.envelopes._source import nested_deeper_than
 from cargohold.envelopes._types import (
     DECISIONS,
     Binding,
@@ -56,6 +57,11 @@ MAX_BUDGET = 1024 * 1024
 MIN_FACT_LIMIT = 128
 MAX_PACKET_BYTES = 4 * MAX_BUDGET
 """The largest packet document :meth:`Envelope.parse` reads."""
+MAX_PACKET_DEPTH = 100
+"""The deepest nesting of objects and arrays a packet document may have (the document itself is
+level 1). A packet cargohold builds nests under ten; a deeper one is hand-made, and is refused
+before any recursive walk of it (the digest's serialization, a check's comparison), so no depth
+escapes as a RecursionError. The same bound as ``load_facts``' walk of the facts."""
 
 TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
 JSON_MEDIA_TYPE = "application/json"
@@ -63,6 +69,12 @@ ARTIFACT_KIND = "envelope_fact"
 ARTIFACT_TOOL = "cargohold-envelope"
 
 _ID = re.compile(ID_PATTERN)
+# One refusal whether the parser or the walk met the depth: how deep a recursive parser gets
+# depends on the caller's stack, the refusal does not.
+_TOO_DEEP = (
+    f"not a packet document: arrays or objects nest deeper than {MAX_PACKET_DEPTH} levels "
+    "(a packet cargohold builds nests a few)"
+)
 _PACKET_KEYS = frozenset(
     {"format", "role", "decision", "subject", "budget", "fact_limit", "facts", "bindings"}
 )
@@ -171,7 +183,9 @@ class Envelope:
         packet, so an edited packet is refused, never silently accepted or repaired.
 
         Raises:
-            EnvelopeError: not a packet document, an unknown format, or a digest mismatch.
+            EnvelopeError: not a packet document, an unknown format, a digest mismatch, or
+                arrays and objects nested deeper than :data:`MAX_PACKET_DEPTH` levels (at any
+                depth: one nested past what the parser recurses is this error too).
         """
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
         if len(raw) > MAX_PACKET_BYTES:
@@ -180,6 +194,8 @@ class Envelope:
             document = json.loads(raw.decode("utf-8"), parse_float=_no_float)
         except (UnicodeDecodeError, json.JSONDecodeError, ValueError):
             raise EnvelopeError("not a packet document: expected canonical JSON") from None
+        except RecursionError:  # the decoder recurses once per nested array or object
+            raise EnvelopeError(_TOO_DEEP) from None
         return cls.from_document(document)
 
     @classmethod
@@ -187,17 +203,22 @@ class Envelope:
         """A packet from an already decoded document (``{"digest": ..., "packet": ...}``).
 
         Raises:
-            EnvelopeError: as :meth:`parse`.
+            EnvelopeError: as :meth:`parse` (a document that contains itself is nested too
+                deep).
         """
         if not isinstance(document, dict) or set(document) != {"digest", "packet"}:
             raise EnvelopeError("not a packet document: expected digest and packet")
         packet = document["packet"]
         if not isinstance(packet, dict):
             raise EnvelopeError("not a packet document: packet is an object")
+        if nested_deeper_than(document, MAX_PACKET_DEPTH):
+            raise EnvelopeError(_TOO_DEEP)
         try:
             body = canonical_json(packet)
         except AuthorityError:
             raise EnvelopeError("not a packet document: text that is not valid Unicode") from None
+        except RecursionError:  # within the bound, from a caller already deep in its stack
+            raise EnvelopeError(_TOO_DEEP) from None
         if document["digest"] != _digest(body):
             raise EnvelopeError("the packet does not match its digest: discard it and rebuild")
         return _from_packet(packet, body)

@@ -9,7 +9,7 @@ import json
 import os
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,16 +20,55 @@ if TYPE_CHECKING:
 
 MAX_AUTHORITY_BYTES = 16 * 1024 * 1024
 """The largest authority file read; a larger one is refused, not read whole."""
+MAX_AUTHORITY_DEPTH = 32
+"""The deepest nesting of objects (tables) and arrays an authority document may have. The
+format nests five levels (document, records, a record, its boundary, a path list); a deeper
+document is refused before any recursive walk of it, so no depth escapes as a RecursionError."""
+
+# One refusal whether the parser or the walk met the depth: how deep a recursive parser gets
+# depends on the caller's stack, the refusal does not.
+_TOO_DEEP = (
+    f"invalid authority: arrays or objects nest deeper than {MAX_AUTHORITY_DEPTH} levels "
+    "(an authority nests a few)"
+)
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` holds dicts, mappings, lists or tuples nested more than ``limit`` deep.
+
+    The walk is iterative and stops at the first container past ``limit``, so neither a
+    100,000-deep value nor a value that contains itself exhausts the interpreter's recursion
+    limit (a cycle only ever goes deeper). The value itself is level 1.
+    """
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if level > limit:
+            return True
+        stack.extend(
+            (child, level + 1) for child in children if isinstance(child, Mapping | list | tuple)
+        )
+    return False
 
 
 def parse_authority(data: Mapping[str, Any]) -> Authority:
     """Validate a decoded authority document (the top-level JSON object or TOML table).
 
     Raises:
-        AuthorityError: the document does not follow the format, or its records disagree.
+        AuthorityError: the document does not follow the format, its records disagree, or its
+            arrays and objects nest deeper than :data:`MAX_AUTHORITY_DEPTH` levels (a value
+            that contains itself among them).
     """
     from cargohold.envelopes._schema import parse_authority as parse
 
+    if nested_deeper_than(data, MAX_AUTHORITY_DEPTH):
+        raise AuthorityError(_TOO_DEEP)
     return parse(data)
 
 
@@ -55,7 +94,9 @@ def decode_authority(data: bytes, *, kind: str | None = None) -> Authority:
             character is ``{``, else TOML.
 
     Raises:
-        AuthorityError: not UTF-8, not JSON or TOML, or not a valid authority.
+        AuthorityError: not UTF-8, not JSON or TOML, nested deeper than
+            :data:`MAX_AUTHORITY_DEPTH` levels (at any depth: a document nested past what the
+            parser recurses is this error too, never a RecursionError), or not a valid authority.
     """
     return parse_authority(_decode_document(data, kind))
 
@@ -77,11 +118,15 @@ def _decode_document(data: bytes, kind: str | None) -> Mapping[str, Any]:
             raise AuthorityError(
                 f"invalid authority: not JSON (line {exc.lineno}, column {exc.colno})"
             ) from None
+        except RecursionError:  # the decoder recurses once per nested array or object
+            raise AuthorityError(_TOO_DEEP) from None
     elif kind == "toml":
         try:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
             raise AuthorityError("invalid authority: not TOML") from None
+        except RecursionError:  # the parser recurses once per nested array or inline table
+            raise AuthorityError(_TOO_DEEP) from None
     else:
         raise AuthorityError("an authority file is JSON or TOML")
     if not isinstance(document, Mapping):
