@@ -22,7 +22,7 @@ MAX_AUTHORITY_BYTES = 16 * 1024 * 1024
 """The largest authority file read; a larger one is refused, not read whole."""
 MAX_AUTHORITY_DEPTH = 32
 """The deepest nesting of objects (tables) and arrays an authority document may have. The
-format nests five levels (document, records, a record, its boundary, a path list); a deeper
+format nests six levels (document, records, a task, its steps, a step, its requirements); a deeper
 document is refused before any recursive walk of it, so no depth escapes as a RecursionError."""
 
 # One refusal whether the parser or the walk met the depth: how deep a recursive parser gets
