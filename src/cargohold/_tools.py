@@ -178,8 +178,12 @@ class ToolAnswer:
         return facts
 
 
-class _Mistake(Exception):
-    """A call the model got wrong: the message is the fix, written for the model."""
+class ToolMistake(Exception):
+    """A call the model got wrong: the message is the fix, written for the model.
+
+    Internal to the read tools and the command line: :meth:`ReadToolset.call` turns one into an
+    answer, the CLI into a ``UsageError`` with the same message. Never raised to a caller.
+    """
 
 
 _OUTCOME_TEXT = {
@@ -291,7 +295,7 @@ class ReadToolset:
         try:
             args = _arguments(name, arguments)
             return handler(args)
-        except _Mistake as exc:
+        except ToolMistake as exc:
             return _mistake(name, str(exc))
 
     # -- the tools ------------------------------------------------------------------------
@@ -337,7 +341,7 @@ class ReadToolset:
         start = _int(args, "start_line", None, minimum=1)
         end = _optional_int(args, "end_line", minimum=1)
         if end is not None and end < start:
-            raise _Mistake(
+            raise ToolMistake(
                 f"end_line ({end}) is before start_line ({start}); lines are 1-based and "
                 f"inclusive, so start_line={start} end_line={start} reads one line."
             )
@@ -351,10 +355,10 @@ class ReadToolset:
         pattern = _text(args, "pattern", 1000)
         ignore_case = args.get("ignore_case", False)
         if not isinstance(ignore_case, bool):
-            raise _Mistake("ignore_case must be true or false.")
+            raise ToolMistake("ignore_case must be true or false.")
         max_matches = _int(args, "max_matches", 100, minimum=1)
         _check_text(pattern, "pattern")
-        _check_pattern(pattern)
+        check_pattern(pattern)
         result = self._reader.grep(
             ref,
             pattern,
@@ -367,16 +371,16 @@ class ReadToolset:
     def _query(self, args: Mapping[str, Any]) -> ToolAnswer:
         ref = _ref(args)
         expression = _text(args, "expression", 2000)
-        _check_expression(expression)
+        check_expression(expression)
         try:
             result = self._reader.query(ref, expression, budget=self._budget(args))
         except QueryFailedError as exc:  # the document is JSON: the expression is what to fix
-            raise _Mistake(
+            raise ToolMistake(
                 f"{exc}. Fix the expression: type(x) names a value's type, keys(@) an object's "
                 "keys, to_string(x) and to_number(x) convert."
             ) from None
         except UsageError as exc:  # not JSON, or nested too deep
-            raise _Mistake(
+            raise ToolMistake(
                 f"{exc}. artifact_grep and artifact_read_lines read any body, JSON or not."
             ) from None
         return self._answer("artifact_query", result)
@@ -384,23 +388,23 @@ class ReadToolset:
     def _search(self, args: Mapping[str, Any]) -> ToolAnswer:
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise _Mistake('query must be the words to find, e.g. "TimeoutError payments".')
+            raise ToolMistake('query must be the words to find, e.g. "TimeoutError payments".')
         _check_text(query, "query")
         limit = _int(args, "limit", 10, minimum=1)
         if limit > MAX_HITS:
-            raise _Mistake(f"limit is at most {MAX_HITS}; ask for fewer hits.")
+            raise ToolMistake(f"limit is at most {MAX_HITS}; ask for fewer hits.")
         budget = self._budget(args)
         try:
             result = self._reader.search(query, limit=limit, budget=budget)
         except UsageError as exc:  # the query's own bounds (its length, its word count)
-            raise _Mistake(f"{exc}.") from None
+            raise ToolMistake(f"{exc}.") from None
         return _search_answer(result)
 
     def _patch(self, args: Mapping[str, Any]) -> ToolAnswer:
         ref = _ref(args)
         json_patch, edits = args.get("json_patch"), args.get("edits")
         if (json_patch is None) == (edits is None):
-            raise _Mistake(
+            raise ToolMistake(
                 "give exactly one of json_patch (RFC 6902 operations, for a JSON artifact) or "
                 "edits (line or byte ranges, for any artifact)."
             )
@@ -408,7 +412,7 @@ class ReadToolset:
             operations = _patch.check_json_patch(json_patch) if json_patch is not None else []
             edit_list = _patch.check_edits(edits) if edits is not None else []
         except _patch.PatchError as exc:
-            raise _Mistake(str(exc)) from None
+            raise ToolMistake(str(exc)) from None
         limit = self._store.store.limits.max_artifact_bytes
         old = self._store.read(ref)  # whole and verified: the patch applies to exactly these
         read_event = record(
@@ -437,7 +441,7 @@ class ReadToolset:
                 change = _patch.line_change(old.data, derived.data)
         except _patch.PatchError as exc:
             if exc.outcome == INVALID_ARGUMENTS:
-                raise _Mistake(str(exc)) from None
+                raise ToolMistake(str(exc)) from None
             answer = ToolAnswer(
                 PATCH_TOOL, exc.outcome, f"{PATCH_TOOL}: {exc.outcome}: {exc}", ref, size=None
             )
@@ -529,7 +533,7 @@ class ReadToolset:
     def _budget(self, args: Mapping[str, Any]) -> int:
         budget = _int(args, "budget", self._default_budget, minimum=1)
         if budget > MAX_READ_BYTES:
-            raise _Mistake(f"budget is at most {MAX_READ_BYTES} bytes (1 MiB); ask for less.")
+            raise ToolMistake(f"budget is at most {MAX_READ_BYTES} bytes (1 MiB); ask for less.")
         return budget
 
     def _answer(self, tool: str, result: RehydrateResult) -> ToolAnswer:
@@ -788,7 +792,7 @@ def _binary(tool: str, result: RehydrateResult) -> ToolAnswer:
 
 def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
     if result.bound in ("steps", "depth", "time"):
-        return ToolAnswer(tool, result.outcome.value, _query_limit(tool, result), result.ref)
+        return ToolAnswer(tool, result.outcome.value, query_limit_text(tool, result), result.ref)
     would = "more than " if result.bound == "size" else ""
     head = (
         f"{tool}: over_budget: the answer would be {would}{result.answer_bytes:,} bytes, over "
@@ -821,8 +825,11 @@ def _over_budget(tool: str, result: RehydrateResult) -> ToolAnswer:
     )
 
 
-def _query_limit(tool: str, result: RehydrateResult) -> str:
-    """An ``artifact_query`` stopped by its work, depth or time bound: why, and how to write it."""
+def query_limit_text(tool: str, result: RehydrateResult) -> str:
+    """An ``artifact_query`` stopped by its work, depth or time bound: why, and how to write it.
+
+    The answer's text, ``"<tool>: over_budget: ..."``; the CLI's query error says the same.
+    """
     what = {
         "steps": "does more work on this document than a query may (it multiplies what it "
         "works on: [@, @] or a flatten repeated, projections nested over such values, == or "
@@ -847,19 +854,19 @@ def _arguments(tool: str, arguments: Mapping[str, Any] | str | None) -> Mapping[
         try:
             arguments = json.loads(arguments or "{}")
         except (ValueError, RecursionError):
-            raise _Mistake("arguments are not valid JSON; send one JSON object.") from None
+            raise ToolMistake("arguments are not valid JSON; send one JSON object.") from None
     if not isinstance(arguments, Mapping):
-        raise _Mistake("arguments must be one JSON object of named values.")
+        raise ToolMistake("arguments must be one JSON object of named values.")
     allowed = SPEC_BY_NAME[tool].parameters["properties"]
     unknown = sorted(str(key) for key in arguments if key not in allowed)
     if unknown:
-        raise _Mistake(
+        raise ToolMistake(
             f"unknown argument {', '.join(repr(k[:40]) for k in unknown[:5])}; this tool takes "
             f"{', '.join(allowed)}."
         )
     for name in SPEC_BY_NAME[tool].parameters["required"]:
         if arguments.get(name) is None:
-            raise _Mistake(f"{name} is required.")
+            raise ToolMistake(f"{name} is required.")
     return arguments
 
 
@@ -869,7 +876,7 @@ _HEX = re.compile(r"[0-9a-fA-F]{64}")
 def _ref(args: Mapping[str, Any]) -> Ref:
     value = args.get("ref")
     if not isinstance(value, str):
-        raise _Mistake("ref must be a string: artifact://sha256/<64 hex> as the stub prints it.")
+        raise ToolMistake("ref must be a string: artifact://sha256/<64 hex> as the stub prints it.")
     text = value.strip()
     if _HEX.fullmatch(text):  # a bare digest: what else could it mean
         text = "artifact://sha256/" + text.lower()
@@ -877,7 +884,7 @@ def _ref(args: Mapping[str, Any]) -> Ref:
         return Ref.parse(text)
     except CargoholdError:
         shown = json.dumps(value[:80]) + ("..." if len(value) > 80 else "")
-        raise _Mistake(
+        raise ToolMistake(
             f"ref {shown} is not a reference; copy it whole from the stub's first line: "
             "artifact://sha256/ then 64 lowercase hex digits."
         ) from None
@@ -886,13 +893,13 @@ def _ref(args: Mapping[str, Any]) -> Ref:
 def _int(args: Mapping[str, Any], name: str, default: int | None, *, minimum: int) -> int:
     value = args.get(name, default)
     if value is None:
-        raise _Mistake(f"{name} is required.")
+        raise ToolMistake(f"{name} is required.")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Mistake(f"{name} must be a whole number, got {json.dumps(value)[:40]}.")
+        raise ToolMistake(f"{name} must be a whole number, got {json.dumps(value)[:40]}.")
     if value < minimum:
-        raise _Mistake(f"{name} must be at least {minimum}, got {value}.")
+        raise ToolMistake(f"{name} must be at least {minimum}, got {value}.")
     return value
 
 
@@ -905,9 +912,9 @@ def _optional_int(args: Mapping[str, Any], name: str, *, minimum: int) -> int | 
 def _text(args: Mapping[str, Any], name: str, most: int) -> str:
     value = args.get(name)
     if not isinstance(value, str) or not value:
-        raise _Mistake(f"{name} must be a non-empty string.")
+        raise ToolMistake(f"{name} must be a non-empty string.")
     if len(value) > most:
-        raise _Mistake(f"{name} is {len(value):,} characters; at most {most:,}.")
+        raise ToolMistake(f"{name} is {len(value):,} characters; at most {most:,}.")
     return value
 
 
@@ -917,14 +924,19 @@ def _check_text(value: str, name: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise _Mistake(
+        raise ToolMistake(
             f"{name} holds {value[exc.start]!r} at character {exc.start + 1}, half of a UTF-16 "
             "surrogate pair and no character by itself; send text (a byte that is not UTF-8 "
             "cannot be searched for: it shows as U+FFFD in answers)."
         ) from None
 
 
-def _check_pattern(pattern: str) -> None:
+def check_pattern(pattern: str) -> None:
+    """Compile ``pattern`` as RE2, as ``artifact_grep`` does (the CLI's grep checks it so too).
+
+    Raises:
+        ToolMistake: not a valid RE2 expression; the message says where and how to fix it.
+    """
     options = re2.Options()
     options.log_errors = False
     try:
@@ -934,17 +946,22 @@ def _check_pattern(pattern: str) -> None:
         what, _, fragment = problem.partition(": ")
         where = pattern.find(fragment) if fragment else -1
         at = f" at character {where + 1}" if where >= 0 else ""
-        raise _Mistake(
+        raise ToolMistake(
             f"pattern is not a valid RE2 regular expression: {what}{at} ({fragment!r}). RE2 has "
             "no lookaround and no backreferences; escape literal ( [ { . * + ? with a backslash."
         ) from None
 
 
-def _check_expression(expression: str) -> None:
+def check_expression(expression: str) -> None:
+    """Compile ``expression`` as JMESPath, as ``artifact_query`` does (and the CLI's query).
+
+    Raises:
+        ToolMistake: not valid JMESPath, or nested deeper than the parser takes.
+    """
     try:
         compile_expression(expression)
     except QueryLimit:  # the parser's own recursion
-        raise _Mistake(
+        raise ToolMistake(
             f"expression nests deeper than the parser takes; write it with fewer nested "
             f"brackets and parentheses (at most {MAX_DEPTH} levels)."
         ) from None
@@ -952,12 +969,12 @@ def _check_expression(expression: str) -> None:
         where = exc.lex_position + 1 if isinstance(exc.lex_position, int) else None
         token = f" near {exc.token_value!r}" if exc.token_value not in (None, "") else ""
         at = f" at character {where}{token}" if where is not None else token
-        raise _Mistake(
+        raise ToolMistake(
             f"expression is not valid JMESPath{at}. Quote string literals with single quotes "
             "and compare with ==, e.g. items[?status=='failed'].id"
         ) from None
     except jmespath.exceptions.JMESPathError:
-        raise _Mistake("expression is not valid JMESPath.") from None
+        raise ToolMistake("expression is not valid JMESPath.") from None
 
 
 SPEC_BY_NAME: Final = {spec.name: spec for spec in SPECS}

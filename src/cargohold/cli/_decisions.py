@@ -100,9 +100,9 @@ def _refusal_line(result: RehydrateResult, fits: list[str] | None, asked: str) -
 def _over_budget_line(result: RehydrateResult, fits: list[str] | None, remedy: str) -> str:
     if result.bound in ("steps", "depth", "time"):
         # The query's own work bound: the read tool's explanation, since a budget cannot help.
-        from cargohold._tools import _query_limit
+        from cargohold._tools import query_limit_text
 
-        why = _query_limit("query", result).removeprefix("query: over_budget: ")
+        why = query_limit_text("query", result).removeprefix("query: over_budget: ")
         return f"cargohold: error: over budget ({result.reason.value}): {why}"
     would = "more than " if result.bound == "size" else ""  # stopped while it grew
     line = (
@@ -169,16 +169,16 @@ def _check_like_the_tools(what: str, text: str) -> None:
     Raises:
         UsageError: the text does not compile; the message is the tool's.
     """
-    from cargohold._tools import _check_expression, _check_pattern, _Mistake
+    from cargohold._tools import ToolMistake, check_expression, check_pattern
 
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # bytes the shell passed that are not UTF-8 (surrogate-escaped)
         raise UsageError(f"{what} is not UTF-8 text; give it as UTF-8") from None
-    check = _check_pattern if what == "pattern" else _check_expression
+    check = check_pattern if what == "pattern" else check_expression
     try:
         check(text)
-    except _Mistake as exc:
+    except ToolMistake as exc:
         raise UsageError(str(exc)) from None
 
 
