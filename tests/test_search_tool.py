@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cargohold
 from cargohold import (
@@ -423,3 +425,27 @@ def test_a_rehydrate_event_names_its_reference_unless_it_is_a_search_that_found_
     assert DecisionEvent(reason=Reason.NO_MATCH, **fields).ref is None
     with pytest.raises(UsageError):
         DecisionEvent(reason=Reason.VERIFIED, **fields)
+
+
+WEIRD = "weird \\ \\E [ (?i) \x01x a|b 😀 café Straße \u0130 text\n".encode() * 30
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    query=st.text(min_size=1, max_size=40),
+    budget=st.integers(min_value=1, max_value=6000),
+)
+def test_any_query_is_an_answer_within_its_budget_or_invalid_arguments(
+    query: str, budget: int
+) -> None:
+    store = memory_store()
+    try:
+        with open_hold(store) as hold:
+            put(hold, WEIRD)
+            put(hold, NOTES)
+            answer = hold.call_tool("artifact_search", {"query": query, "budget": budget})
+    finally:
+        store.close()
+    assert answer.outcome in {"resolved", "over_budget", "invalid_arguments"}
+    if answer.structured().get("hits"):  # excerpts of stored bodies: never over the budget
+        assert len((answer.content or "").encode()) <= budget
