@@ -111,3 +111,22 @@ def test_a_compact_stub_never_exceeds_its_size_and_reads_as_itself(
     assert info is not None
     assert (info.ref, info.what) == (ref, what)
     assert parse_compact_stub(stub.text, key=b"x" * 32) is None  # another store's key
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    tool=st.from_regex(r"[A-Za-z0-9_.:/-]{40,64}", fullmatch=True),
+    call_id=st.from_regex(r"[A-Za-z0-9_.:-]{40,64}", fullmatch=True),
+    media_type=st.text(min_size=60, max_size=300),
+    size=st.integers(min_value=10**9, max_value=10**18),
+    data=st.binary(max_size=500) | st.text(max_size=500).map(str.encode),
+)
+def test_the_longest_facts_still_fit_a_compact_stub(
+    tool: str, call_id: str, media_type: str, size: int, data: bytes
+) -> None:
+    stub = render_compact_stub(
+        data, Ref.of(data), media_type=media_type, tool=tool, call_id=call_id, size=size
+    )
+
+    assert len(stub.text.encode("utf-8", "surrogatepass")) <= COMPACT_STUB_BYTES
+    assert parse_compact_stub(stub.text) is not None

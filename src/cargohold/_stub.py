@@ -462,13 +462,6 @@ def render_compact_stub(
     family = family_of(found.kind, media_type, found.detail)
     size = len(data) if size is None else size
     tokens = estimate_tokens(size, family)
-    facts = [_COMPACT_WHAT[what]]
-    if tool and _TOOL_NAME.fullmatch(tool):
-        facts.append(f"tool {tool}")
-    if call_id and _CALL_ID.fullmatch(call_id):
-        facts.append(f"call {call_id}")
-    shown_type = fit(media_type, 80)
-    facts += [shown_type, f"{size:,} bytes", f"about {tokens:,} tokens"]
     tools = read_tools
     # The read tools' schemas are in the request: the stub names the few that matter for an
     # old result, in as few bytes as will do (a run carries dozens of these stubs).
@@ -476,15 +469,36 @@ def render_compact_stub(
         reads = f"{tools.read}(ref, offset, length) (base64 pages)"
     else:
         reads = f"{tools.read}(ref, offset, length), {tools.grep}(ref, pattern)"
-    hint = f"find it: {tools.search}(query) | read it: {reads}\n"
-    head = f"{MARKER} {ref}\n{' | '.join(facts)}\n"
     closing = f"{MARKER} end of stub | budget {Budget.LIGHT.label} | check "
-    room = COMPACT_STUB_BYTES - utf8_len(head) - utf8_len(hint) - utf8_len(closing) - 16
+    named = tool if tool and _TOOL_NAME.fullmatch(tool) else None
+    called = call_id if call_id and _CALL_ID.fullmatch(call_id) else None
+    # Long names, a long media type and a huge size could together pass the size: give up the
+    # call's id, then the tool's name, then the signatures (in that order; each variant is a
+    # fixed function of the facts, so the same facts still give the same stub).
+    variants = [
+        (named, called, f"find it: {tools.search}(query) | read it: {reads}\n"),
+        (named, None, f"find it: {tools.search}(query) | read it: {reads}\n"),
+        (None, None, f"find it: {tools.search}(query) | read it: {reads}\n"),
+        (None, None, f"find it: {tools.search} | read it: {tools.read}, {tools.grep}\n"),
+    ]
+    for shown_tool, shown_call, hint in variants:
+        facts = [_COMPACT_WHAT[what]]
+        if shown_tool:
+            facts.append(f"tool {shown_tool}")
+        if shown_call:
+            facts.append(f"call {shown_call}")
+        facts += [fit(media_type, 80), f"{size:,} bytes", f"about {tokens:,} tokens"]
+        head = f"{MARKER} {ref}\n{' | '.join(facts)}\n"
+        room = COMPACT_STUB_BYTES - utf8_len(head) - utf8_len(hint) - utf8_len(closing) - 16
+        if room >= 0:
+            break
+    else:
+        raise UsageError("the read tools' names are too long for a compact stub")
     line = _first_line(data, room - 13)  # 13: "first line: " and its newline
     preview = f"first line: {line}\n" if line else ""
     body = head + preview + hint
     text = f"{body}{closing}{_check(body, secret)}"
-    if utf8_len(text) > COMPACT_STUB_BYTES:  # fixed parts and bounded facts: never
+    if utf8_len(text) > COMPACT_STUB_BYTES:  # every part is bounded above: never
         raise AssertionError("compact stub over its size")
     projection = Projection(found.kind, found.classification, preview, found.detail)
     return Stub(
