@@ -174,12 +174,14 @@ def test_a_small_result_holding_a_credential_reaches_the_client_redacted(
 ) -> None:
     result = proxied.call("small_secret")
 
-    (text,) = result.content
+    text, note = result.content  # the redacted text, then the note of what was redacted
     assert isinstance(text, TextContent)
     expected = heavy_server.SMALL_SECRET_TEXT.replace(
         heavy_server.GITHUB_TOKEN, "[REDACTED:github_token]"
     )
     assert text.text == expected
+    assert isinstance(note, TextContent)
+    assert "github_token (line" in note.text
     assert result.structured_content == {"result": expected}
 
 

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +91,98 @@ def test_a_stub_with_a_redaction_note_is_never_over_its_budget(
     named = set(re.findall(r"([a-z0-9_]+) \(line", note))
     assert named <= {kind for _, kind in markers}
     assert named  # at least the first kind; every kind when it fits in the note's bytes
+
+
+# -- MCP ----------------------------------------------------------------------------------------
+
+
+def _mcp_hold(tmp_path: Path) -> Any:
+    import cargohold
+
+    config = tmp_path / "cargohold.toml"
+    config.write_text("")
+    return cargohold.open("memory://", session="mcp", config_file=config)
+
+
+def test_a_small_mcp_text_part_is_redacted_in_place_and_followed_by_its_note(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult, TextContent
+
+    from cargohold.mcp import offload_result
+
+    text = json.dumps({"remote": "origin", "token": TOKEN})
+    with _mcp_hold(tmp_path) as hold:
+        offloaded = offload_result(
+            hold, CallToolResult(content=[TextContent(text=text)]), tool="git_remote"
+        )
+
+    first, note = offloaded.content
+    assert isinstance(first, TextContent)
+    assert json.loads(first.text) == {"remote": "origin", "token": "[REDACTED:github_token]"}
+    assert isinstance(note, TextContent)
+    assert note.text == "[cargohold] " + NOTE + "github_token (line 1)"
+
+
+def test_a_redacted_embedded_resource_keeps_its_uri(tmp_path: Path) -> None:
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
+
+    from cargohold.mcp import offload_result
+
+    resource = TextResourceContents(
+        uri="file:///repo/.git/config", mime_type="text/plain", text=f"[remote]\ntoken={TOKEN}\n"
+    )
+    result = CallToolResult(content=[EmbeddedResource(resource=resource)])
+    with _mcp_hold(tmp_path) as hold:
+        offloaded = offload_result(hold, result, tool="read_resource")
+
+    kept, note = offloaded.content
+    assert isinstance(kept, EmbeddedResource)
+    assert isinstance(kept.resource, TextResourceContents)
+    assert (kept.resource.uri, kept.resource.mime_type) == (resource.uri, "text/plain")
+    assert kept.resource.text == "[remote]\ntoken=[REDACTED:github_token]\n"
+    assert isinstance(note, TextContent)
+    assert note.text.endswith("github_token (line 2)")
+
+
+def test_small_redacted_structured_content_stays_data_and_its_note_joins_the_content(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult, TextContent
+
+    from cargohold.mcp import offload_result
+
+    result = CallToolResult(content=[], structured_content={"token": TOKEN, "ok": True})
+    with _mcp_hold(tmp_path) as hold:
+        offloaded = offload_result(hold, result, tool="login")
+
+    assert offloaded.structured_content == {"token": "[REDACTED:github_token]", "ok": True}
+    assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [
+        "[cargohold] " + NOTE + "github_token (line 1)"
+    ]
+
+
+def test_the_stub_object_of_redacted_structured_content_names_kinds_and_lines(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp_types")
+    from mcp_types import CallToolResult
+
+    from cargohold.mcp import offload_result, rewrite_output_schema
+
+    rows = [{"id": i, "note": "fine " * 20} for i in range(600)]
+    rows[300]["token"] = TOKEN
+    result = CallToolResult(content=[], structured_content={"rows": rows})
+    with _mcp_hold(tmp_path) as hold:
+        offloaded = offload_result(hold, result, tool="list_rows")
+
+    assert offloaded.structured_content is not None
+    facts = offloaded.structured_content["cargohold"]
+    assert facts["reason"] == "credential_redacted"
+    assert facts["redacted"] == [{"kind": "github_token", "lines": [1]}]
+    # A client validating against the widened output schema is told of the field.
+    assert '"redacted"' in json.dumps(rewrite_output_schema({"type": "object"}))
+    assert TOKEN not in offloaded.model_dump_json()

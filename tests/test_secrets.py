@@ -1324,7 +1324,10 @@ def test_a_small_mcp_result_holding_a_credential_reaches_the_client_redacted(
         offloaded = offload_result(hold, result, tool="git_remote")
 
     redacted = "remote configured\ntoken: [REDACTED:github_token]\n"
-    assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [redacted]
+    assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [
+        redacted,
+        "[cargohold] credentials redacted before storing: github_token (line 2)",
+    ]
     assert offloaded.structured_content == {"result": redacted, "ok": True}
 
 

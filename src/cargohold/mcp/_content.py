@@ -10,17 +10,24 @@ heavy threshold for the producing tool:
   while under the threshold; ``tool:<name>``: stored and routed; ``provider_native`` has no
   meaning in MCP and is carried out as ``ref``);
 - ``structured_content``: at or above the threshold it is stored as JSON and replaced by a small
-  object ``{"cargohold": {"outcome", "ref", "size", "media_type"}}`` (the stub text joins the
-  content). A server that sends one payload twice gets it stored once: structured content equal
-  (as JSON) to an offloaded text part, or that only wraps that text (``{"result": text}``, as
-  ``MCPServer`` sends a ``str`` result), points at that text's artifact. fastmcp's wrapper of
-  a value (``{"result": value}``, marked ``fastmcp.wrap_result`` in the result's ``_meta``)
-  stays: the stub stands for the value, under ``result``.
+  object ``{"cargohold": {"outcome", "ref", "size", "media_type", "redacted"}}`` (the stub text
+  joins the content). A server that sends one payload twice gets it stored once: structured
+  content equal (as JSON) to an offloaded text part, or that only wraps that text
+  (``{"result": text}``, as ``MCPServer`` sends a ``str`` result), points at that text's
+  artifact. fastmcp's wrapper of a value (``{"result": value}``, marked ``fastmcp.wrap_result``
+  in the result's ``_meta``) stays: the stub stands for the value, under ``result``.
 
-What is refused (a credential in the body, a quota) or cannot be stored leaves a bounded notice
-in its place, never the raw part. ``resource_link`` parts pass (they are pointers). Every other
-string of every part (a link's uri, name, title and description, a resource's uri, each
-``_meta``) and the result's ``_meta`` go under the secrets policy in place.
+A credential in a part is redacted by default (the secrets policy): a part kept inline stays in
+place as its redacted copy (an embedded resource keeps its URI and type) and a text part
+follows it with the note of what was redacted (``credentials redacted before storing: <kinds
+and lines>``), apart, so text that is JSON still parses; redacted structured content is handed
+on as data, its note in the content. A stub names the redaction itself, and the structured stub
+object carries it as ``redacted`` (each kind with its first line numbers).
+
+What is refused (a credential under the ``reject`` policy, a quota) or cannot be stored leaves
+a bounded notice in its place, never the raw part. ``resource_link`` parts pass (they are
+pointers). Every other string of every part (a link's uri, name, title and description, a
+resource's uri, each ``_meta``) and the result's ``_meta`` go under the secrets policy in place.
 
 A stub cannot satisfy a tool's declared output schema, so :func:`rewrite_output_schema` widens
 each schema to "the original, or a cargohold stub" (or drops one it cannot widen safely).
@@ -56,7 +63,7 @@ from pydantic import BaseModel
 from cargohold._errors import UsageError
 from cargohold._events import OffloadOutcome
 from cargohold._records import normalize_media_type
-from cargohold._secrets import screen_text
+from cargohold._secrets import redaction_note, screen_text
 
 if TYPE_CHECKING:
     from cargohold._hold import Hold
@@ -78,6 +85,16 @@ STUB_SCHEMA: Final[dict[str, Any]] = {
                 "ref": {"type": "string"},
                 "size": {"type": "integer"},
                 "media_type": {"type": "string"},
+                "redacted": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "kind": {"type": "string"},
+                            "lines": {"type": "array", "items": {"type": "integer"}},
+                        },
+                    },
+                },
             },
             "required": ["outcome"],
         }
@@ -161,7 +178,11 @@ def offload_result(
         else:
             replaced, extra = _structured(hold, structured, tool, failed, offloaded_texts)
             update["structured_content"] = replaced
-        content.extend(extra)
+        # A note on structured content that repeats a redacted text part (MCPServer sends a
+        # str result as both) would name the same credentials again: the text's note says it.
+        content.extend(
+            part for part in extra if not (_is_note(part) and any(map(_is_note, content)))
+        )
     secrets = hold.offloader.secrets_policy_for(tool)
     update["content"] = [_screen_part(part, secrets) for part in content]
     if result.meta is not None:
@@ -390,8 +411,14 @@ def _text(
     offloaded_texts: list[_Offloaded] | None,
 ) -> list[ContentBlock]:
     decided = hold.offload(text, tool=tool, media_type=media_type, failed=failed)
-    if decided.outcome is OffloadOutcome.INLINE and not decided.redacted:  # else its redacted text
+    if decided.outcome is OffloadOutcome.INLINE and not decided.redacted:
         return [block]
+    if decided.outcome is OffloadOutcome.INLINE:  # its redacted copy, in place, then the note
+        kept: ContentBlock = TextContent(text=decided.text)
+        if isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
+            resource = block.resource.model_copy(update={"text": decided.text})
+            kept = block.model_copy(update={"resource": resource})
+        return [kept, *_note(decided)]
     if decided.ref is not None and decided.stub is not None and offloaded_texts is not None:
         offloaded_texts.append(_Offloaded(text, _json(text), decided))
     return _replacement(decided)
@@ -442,8 +469,8 @@ def _structured(
         if seen.repeated_by(structured):  # the same payload as a text part: stored once, there
             return _stub_object(seen.decided), []
     decided = hold.offload(structured, tool=tool, media_type="application/json", failed=failed)
-    if decided.outcome is OffloadOutcome.INLINE:
-        return decided.value_for(structured), []  # a redacted copy when it held credentials
+    if decided.outcome is OffloadOutcome.INLINE:  # a redacted copy, its note in the content
+        return decided.value_for(structured), _note(decided)
     return _stub_object(decided), _replacement(decided)
 
 
@@ -465,6 +492,26 @@ def _replacement(decided: OffloadResult, *, text: str | None = None) -> list[Con
     return parts
 
 
+_NOTE_PREFIX: Final = "[cargohold] credentials redacted before storing: "
+
+
+def _note(decided: OffloadResult) -> list[ContentBlock]:
+    """The note of what was redacted from an inline result, as its own text part (none when
+    nothing was): apart from the result, so a text that is JSON still parses."""
+    if not decided.redacted or not isinstance(decided.content, str):
+        return []
+    note = redaction_note(decided.content.encode("utf-8", "surrogatepass"))
+    return [TextContent(text=f"[cargohold] {note}")] if note else []
+
+
+def _is_note(part: ContentBlock) -> bool:
+    return isinstance(part, TextContent) and part.text.startswith(_NOTE_PREFIX)
+
+
+_REDACTED_LINES = 5
+"""Line numbers per kind in a stub object's ``redacted`` (as many as a stub's note names)."""
+
+
 def _stub_object(decided: OffloadResult) -> dict[str, Any]:
     facts: dict[str, Any] = {"outcome": decided.outcome.value, "reason": decided.reason.value}
     if decided.ref is not None:
@@ -472,6 +519,13 @@ def _stub_object(decided: OffloadResult) -> dict[str, Any]:
     if decided.stub is not None:
         facts["size"] = decided.stub.size
         facts["media_type"] = decided.stub.media_type
+    if decided.redacted:
+        lines: dict[str, list[int]] = {}
+        for finding in decided.redacted:
+            seen = lines.setdefault(finding.kind.value, [])
+            if finding.line not in seen and len(seen) < _REDACTED_LINES:
+                seen.append(finding.line)
+        facts["redacted"] = [{"kind": kind, "lines": found} for kind, found in lines.items()]
     return {STUB_KEY: facts}
 
 
