@@ -783,8 +783,8 @@ class Rehydrator:
         byte offset), whole hits only, within ``budget``. A hit whose read does not resolve
         (its bytes went stale, or it expired since the index answered) or whose body is binary
         is left out and counted, never shown; one that reads as missing (collected since) or
-        another session's is dropped uncounted (a count could tell of another's artifact). Hits past the budget
-        are counted, not read.
+        another session's is dropped uncounted (a count could tell of another's artifact).
+        Hits past the budget are counted, not read.
 
         One decision, one ``rehydrate`` event (tool ``artifact_search``): ``resolved`` naming
         the best hit shown; ``resolved`` with reason ``no_match`` and no reference when no hit
