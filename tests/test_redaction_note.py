@@ -186,3 +186,27 @@ def test_the_stub_object_of_redacted_structured_content_names_kinds_and_lines(
     # A client validating against the widened output schema is told of the field.
     assert '"redacted"' in json.dumps(rewrite_output_schema({"type": "object"}))
     assert TOKEN not in offloaded.model_dump_json()
+
+
+# -- cargohold put ------------------------------------------------------------------------------
+
+
+def test_cargohold_put_names_the_redacted_kinds_and_lines_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from cargohold.cli import cli
+
+    monkeypatch.delenv("CARGOHOLD_SECRETS_POLICY", raising=False)
+    (tmp_path / "cargohold.toml").write_text("")
+    store = ["--store", str(tmp_path / "store"), "--config", str(tmp_path / "cargohold.toml")]
+    scope = ["--tenant", "acme", "--user", "ana", "--session", "put"]
+    data = f"[remote]\nurl = origin\ntoken = {TOKEN}\n".encode()
+
+    stored = CliRunner().invoke(cli, [*store, *scope, "put", "-"], input=data)
+
+    assert stored.exit_code == 0, stored.output
+    assert stored.stdout.strip().startswith("artifact://sha256/")
+    assert "cargohold: " + NOTE + "github_token (line 3)" in stored.stderr.splitlines()
+    assert TOKEN not in stored.output

@@ -237,7 +237,8 @@ def put(
         ) from None
     if media_type is None:
         media_type = fitting_media_type(data, name=None if file == "-" else file, kind=kind)
-    from cargohold._secrets import screen_put  # the secrets policy: no credential is stored
+    # The secrets policy: no credential is stored.
+    from cargohold._secrets import redaction_note, screen_put
 
     data, sensitivity = screen_put(
         data, app.settings.secrets_policy, tool=tool, sensitivity=sensitivity
@@ -247,6 +248,9 @@ def put(
             data, media_type=media_type, kind=kind, tool=tool, ttl=ttl, sensitivity=sensitivity
         )
     click.echo(str(result.ref))
+    note = redaction_note(data)  # kinds and lines of the markers the policy left; never a value
+    if note:
+        click.echo(f"cargohold: {note}", err=True)
     if result.existing:
         click.echo("cargohold: existing: already stored in this scope; nothing written", err=True)
     elif not result.blob_written:
