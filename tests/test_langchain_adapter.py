@@ -47,6 +47,7 @@ from pydantic import Field  # noqa: E402
 import cargohold  # noqa: E402
 import cargohold.langchain as adapter  # noqa: E402
 from cargohold import ContextLeakError, ListSink  # noqa: E402
+from cargohold._stub import parse_compact_stub  # noqa: E402
 from cargohold.langchain import (  # noqa: E402
     CargoholdMiddleware,
     read_tools,
@@ -649,3 +650,77 @@ def test_the_example_agent_runs_offline_and_answers_from_the_exact_rows(tmp_path
         "Refunded orders: [0,2500,5000,7500,10000,12500,15000,17500,20000,22500,25000,27500]" in out
     )
     assert "decisions: offload:bypass 1, offload:offloaded 1, rehydrate:resolved 1" in out
+
+
+# -- compaction before every model call -------------------------------------------------------
+
+
+def _page(number: int) -> str:
+    """A tool result under the heavy threshold (it stays inline), distinct per page."""
+    return "".join(f"page {number} line {i}: status ok, latency {i % 89} ms\n" for i in range(180))
+
+
+@tool
+def read_page(number: int) -> str:
+    """One page of the report."""
+    return _page(number)
+
+
+def _paging_agent(hold: cargohold.Hold, **middleware: Any) -> tuple[Any, ScriptedModel]:
+    model = scripted(
+        *(call("read_page", f"c{n}", number=n) for n in range(1, 5)),
+        AIMessage("done"),
+    )
+    agent = create_agent(
+        model, tools=[read_page], middleware=[CargoholdMiddleware(hold, **middleware)]
+    )
+    return agent, model
+
+
+@pytest.mark.parametrize("run", ["invoke", "astream"])
+def test_compaction_clears_old_results_to_stubs_before_each_model_call_and_they_read_back(
+    hold: cargohold.Hold, run: str
+) -> None:
+    assert len(_page(1).encode()) < 32 * 1024  # inline when the tool returns it
+    policy = cargohold.CompactionPolicy(trigger_tokens=3_000, keep_last=1, clear_at_least=0)
+    agent, model = _paging_agent(hold, compaction=policy)
+
+    request, config = {"messages": [HumanMessage("summarize")]}, thread(f"t-pages-{run}")
+    if run == "invoke":
+        state = agent.invoke(request, config)
+        # Only what the model is sent is compacted: the agent's state keeps every result whole.
+        assert [m.content for m in tool_messages(state["messages"])] == [
+            _page(n) for n in range(1, 5)
+        ]
+    else:
+        _drive(agent, request, config, run)
+
+    last = tool_messages(model.received[-1])
+    thread_hold = hold.for_session(f"t-pages-{run}")  # the thread's session holds what it stored
+    key = thread_hold.store.marker_key()
+    assert [m.tool_call_id for m in last] == ["c1", "c2", "c3", "c4"]  # pairing kept
+    assert last[-1].content == _page(4)  # keep_last: the newest stays whole
+    for number, message in enumerate(last[:3], start=1):
+        assert isinstance(message.content, str)
+        info = parse_compact_stub(message.content, key=key)
+        assert info is not None, message.content[:200]
+        assert f"| call c{number} |" in message.content
+        assert thread_hold.store.read(info.ref).raise_for_outcome() == _page(number).encode()
+    # Under the trigger the request goes as it is.
+    assert [m.content for m in tool_messages(model.received[1])] == [_page(1)]
+
+
+def test_without_compaction_every_result_reaches_the_model_whole(hold: cargohold.Hold) -> None:
+    agent, model = _paging_agent(hold)
+
+    agent.invoke({"messages": [HumanMessage("summarize")]}, thread("t-pages-whole"))
+
+    assert [m.content for m in tool_messages(model.received[-1])] == [_page(n) for n in range(1, 5)]
+    assert hold.for_session("t-pages-whole").store.artifacts() == []
+
+
+def test_a_compaction_argument_that_is_not_a_policy_is_a_usage_error(
+    hold: cargohold.Hold,
+) -> None:
+    with pytest.raises(cargohold.UsageError):
+        CargoholdMiddleware(hold, compaction="on")  # type: ignore[arg-type]

@@ -68,6 +68,7 @@ from cargohold._hold import Hold
 from cargohold._offload import OffloadResult
 from cargohold._tools import ToolAnswer
 from cargohold._toolspecs import SPECS, ToolSpec
+from cargohold.compact import CompactionPolicy
 
 __all__ = ["CargoholdMiddleware", "read_tools", "run_hold"]
 
@@ -161,23 +162,41 @@ class CargoholdMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     :class:`cargohold.ContextWindowExceededError`). Put this middleware last in
     ``middleware=[...]`` (innermost), so that it checks what the other middlewares leave.
 
+    Compaction (off by default): given ``compaction``, each model request is compacted before
+    the guard checks it (:meth:`cargohold.Hold.compact`, format ``langchain``): once the
+    request's estimated tokens reach the policy's trigger, old tool results are stored and
+    replaced by compact stubs that keep the reference, the tool's name and the call's id, and
+    the read tools return them byte for byte. Only what the model is sent changes; the
+    agent's state keeps every message whole, and the same history compacts to the same bytes
+    on every call (the provider's prompt cache keeps its prefix between compactions).
+
     Args:
         hold: The hold whose store, settings, tenant and user every run shares; each run gets
             its own session from its ``thread_id`` (see :func:`run_hold`).
         check_window: ``False`` to make the leak check only (no window check, no event for a
             model with no known window).
+        compaction: A :class:`cargohold.CompactionPolicy`, or ``True`` for the configured one
+            (the ``compaction_*`` settings); ``None`` or ``False``: no compaction.
     """
 
-    def __init__(self, hold: Hold, *, check_window: bool = True) -> None:
+    def __init__(
+        self,
+        hold: Hold,
+        *,
+        check_window: bool = True,
+        compaction: CompactionPolicy | bool | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(hold, Hold):
             raise UsageError("CargoholdMiddleware needs a cargohold.Hold: cargohold.open(...)")
         self._hold = hold
         self._check_window = check_window
+        self._compaction = _compaction_policy(hold, compaction)
         self.tools = read_tools(hold)
 
     def __repr__(self) -> str:
-        return f"CargoholdMiddleware(check_window={self._check_window})"
+        compaction = "" if self._compaction is None else ", compaction=True"
+        return f"CargoholdMiddleware(check_window={self._check_window}{compaction})"
 
     # -- tool calls -------------------------------------------------------------------------
 
@@ -228,8 +247,14 @@ class CargoholdMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """Check the request the model will get; call the model only if it passes."""
+        """Compact the request (when configured), check it, and call the model only if it
+        passes."""
         run = _runtime_hold(self._hold, request.runtime)
+        if self._compaction is not None:
+            compacted, _ = run.compact(
+                _outgoing(request), format="langchain", policy=self._compaction
+            )
+            request = _with_messages(request, compacted)
         run.edge_guard.check(
             _outgoing(request),
             format="langchain",
@@ -245,6 +270,11 @@ class CargoholdMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """:meth:`wrap_model_call` without blocking the event loop."""
         run = _runtime_hold(self._hold, request.runtime)
+        if self._compaction is not None:
+            compacted, _ = await run.acompact(
+                _outgoing(request), format="langchain", policy=self._compaction
+            )
+            request = _with_messages(request, compacted)
         if self._check_window:  # a request near the window may load the tokenizer: the pool
             await run.aguard(
                 _outgoing(request), format="langchain", model=_model_name(request.model)
@@ -259,6 +289,28 @@ def _outgoing(request: ModelRequest[Any]) -> list[BaseMessage]:
     if request.system_message is not None:
         return [request.system_message, *request.messages]
     return list(request.messages)
+
+
+def _compaction_policy(hold: Hold, given: object) -> CompactionPolicy | None:
+    """The policy a ``compaction`` argument names: ``True`` the hold's configured one."""
+    if given is None or given is False:
+        return None
+    if given is True:
+        return CompactionPolicy.from_settings(hold.settings)
+    if not isinstance(given, CompactionPolicy):
+        raise UsageError("compaction is a cargohold.CompactionPolicy, True or None")
+    return given
+
+
+def _with_messages(request: ModelRequest[Any], compacted: list[Any]) -> ModelRequest[Any]:
+    """``request`` with the compacted messages (the system message, first, is never a tool
+    result: compaction leaves it as it is); ``request`` itself when nothing was cleared."""
+    messages = compacted[1:] if request.system_message is not None else compacted
+    if len(messages) == len(request.messages) and all(
+        new is old for new, old in zip(messages, request.messages, strict=True)
+    ):
+        return request
+    return request.override(messages=messages)
 
 
 def _model_name(model: object) -> str | None:
