@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import methodcaller
 
-from cargohold.projection._model import Builder, Detection, clip, quote
+from cargohold.projection._model import Builder, Detection, clip, last_lines, quote
 
 _KEYWORDS = frozenset(
     b"if for while switch return else do case catch sizeof new throw typeof defined elif"
@@ -109,30 +109,44 @@ _PY_STARTS = (b"def ", b"def\t", b"class ", b"class\t", b"async ", b"async\t")
 _PY_IMPORTS = (b"import ", b"import\t", b"from ", b"from\t")
 
 
+_PY_CHUNK = 256 * 1024
+"""Bytes of lines split at once (the lines of a whole body took more than its size again)."""
+
+
 def _python(data: bytes) -> tuple[list[_Def], list[str]]:
     """Python's definitions and imports in C-speed steps: the lines whose text starts with a
     keyword are picked by ``map`` and ``compress`` (no Python loop over every line); only those
-    are matched against the patterns."""
-    lines = data.split(b"\n")
-    starts = list(
-        map(methodcaller("startswith", _PY_STARTS + _PY_IMPORTS), map(bytes.lstrip, lines))
-    )
+    are matched against the patterns. The body is split 256 KiB of lines at a time, each
+    piece ending at a line break (its lines are exactly the body's)."""
     out: list[_Def] = []
     seen: dict[str, None] = {}
     pattern = _IMPORTS["python"]
-    for number in compress(range(len(lines)), starts):
-        raw = lines[number]
-        if _PY_DEF.match(raw):
-            if len(out) < _MAX_DEFS:
-                text = raw.decode("utf-8", "replace").rstrip()  # as written: tabs stay
-                shown = text.expandtabs(4)
-                out.append(_Def(number + 1, len(shown) - len(shown.lstrip()), text))
-            continue
-        match = pattern.match(raw)
-        if match is not None:
-            name = match.group(1) or match.group(2)
-            if name:
-                seen.setdefault(name.decode("utf-8", "replace"), None)
+    first_line = 0  # the index of the piece's first line among all the body's lines
+    start = 0
+    while start <= len(data):
+        end = data.find(b"\n", start + _PY_CHUNK)
+        lines = (data[start:] if end < 0 else data[start:end]).split(b"\n")
+        starts = list(
+            map(methodcaller("startswith", _PY_STARTS + _PY_IMPORTS), map(bytes.lstrip, lines))
+        )
+        for index in compress(range(len(lines)), starts):
+            raw = lines[index]
+            number = first_line + index
+            if _PY_DEF.match(raw):
+                if len(out) < _MAX_DEFS:
+                    text = raw.decode("utf-8", "replace").rstrip()  # as written: tabs stay
+                    shown = text.expandtabs(4)
+                    out.append(_Def(number + 1, len(shown) - len(shown.lstrip()), text))
+                continue
+            match = pattern.match(raw)
+            if match is not None:
+                name = match.group(1) or match.group(2)
+                if name:
+                    seen.setdefault(name.decode("utf-8", "replace"), None)
+        if end < 0:
+            break
+        first_line += len(lines)
+        start = end + 1
     return out, list(seen)
 
 
@@ -210,7 +224,7 @@ def project_code(data: bytes, detection: Detection, budget: int) -> str:
 
     out = Builder(budget)
     tail_start = max(1, lines_total - _TAIL_LINES + 1)
-    tail_bytes = data.rsplit(b"\n", _TAIL_LINES + 1)[-(_TAIL_LINES + 1) :]
+    tail_bytes = last_lines(data, _TAIL_LINES + 1)  # not a split: that copies the body
     if data.endswith(b"\n"):
         tail_bytes = tail_bytes[:-1]
     tail_bytes = tail_bytes[-_TAIL_LINES:]

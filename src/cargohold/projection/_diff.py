@@ -12,7 +12,7 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from cargohold.projection._model import Builder, Detection, clip, quote
+from cargohold.projection._model import Builder, Detection, clip, last_lines, quote, stripped_end
 
 _HUNK = re.compile(rb"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+(.*)")
 _GIT = re.compile(rb"^diff --git (?:\"?a/)?(.*?)\"? (?:\"?b/)?(.*?)\"?$")
@@ -185,12 +185,12 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     lines_total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
     out = Builder(budget)
-    last_lines = data.rstrip(b"\n").rsplit(b"\n", _TAIL_LINES)[-_TAIL_LINES:]
-    first_tail = max(1, lines_total - len(last_lines) + 1)
+    tail_lines = last_lines(data, _TAIL_LINES, stripped_end(data, b"\n"))
+    first_tail = max(1, lines_total - len(tail_lines) + 1)
     where = f"; last file {reader.last_path}" if reader.last_path else ""
     tail = [f"ends with (lines {first_tail:,}-{lines_total:,}{where}):"] + [
         f"  {first_tail + k:,}: {quote(raw.removesuffix(_CR), 160)}"
-        for k, raw in enumerate(last_lines)
+        for k, raw in enumerate(tail_lines)
     ]
     reserve = sum(len(t.encode()) + 1 for t in tail)
 
@@ -223,7 +223,7 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     cost = sum(len(e.encode()) + 1 for e in entries)
     # The tail's line numbers (what makes its lines quotes an agent can grep and read by line)
     # come out of the room for hunk headers, not out of the list of files.
-    numbers = sum(len(f"{first_tail + k:,}: ") for k in range(len(last_lines)))
+    numbers = sum(len(f"{first_tail + k:,}: ") for k in range(len(tail_lines)))
     header_room = max(0, min(out.room - reserve, 1400) // 2 - numbers) if files else 0
     if entries:
         out.add("files by churn (+added -removed):", reserve=reserve)

@@ -152,3 +152,31 @@ def clip(text: str, limit: int = 160) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 12] + f" [+{len(text) - limit + 12} chars]"
+
+
+def stripped_end(data: bytes, chars: bytes = b"\r\n") -> int:
+    """``len(data.rstrip(chars))``, reading only the bytes at the end (no copy of the body)."""
+    end = len(data)
+    while end:
+        start = max(0, end - 4096)
+        kept = len(data[start:end].rstrip(chars))
+        if kept:
+            return start + kept
+        end = start
+    return 0
+
+
+def last_lines(data: bytes, count: int, end: int | None = None) -> list[bytes]:
+    """``data[:end].rsplit(b"\\n", count)[-count:]`` (``count`` at least 1), found from the end:
+    a split of a large body copies all of it."""
+    pos = len(data) if end is None else end
+    found: list[bytes] = []
+    for _ in range(count):
+        at = data.rfind(b"\n", 0, pos)
+        if at < 0:
+            found.append(data[:pos])
+            break
+        found.append(data[at + 1 : pos])
+        pos = at
+    found.reverse()
+    return found

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter, methodcaller
 
-from cargohold.projection._model import Builder, Detection, clip, quote
+from cargohold.projection._model import Builder, Detection, clip, quote, stripped_end
 
 _MATCH = re.compile(rb"^([^\n:]{1,1000}?):(\d+):(?:(\d+):)?(.*)$", re.S)
 _CONTEXT = re.compile(rb"^([^\n:]{1,1000}?)-(\d+)-(.*)$", re.S)
@@ -40,41 +40,60 @@ Quoted = tuple[int, bytes]
 """A line of the body: its number, its bytes."""
 
 
+_PLAIN_CHUNK = 256 * 1024
+"""Bytes of lines split at once, and then into their parts: all the lines of a body at once
+took half its size again, their parts twice (three objects and a list a line)."""
+
+
 def _plain(data: bytes) -> tuple[dict[bytes, _File], int, Quoted, bytes] | None:
     """Plain ``path:line:text`` output (every line so), read in C-speed steps: one ``split`` of
-    the lines and one of each line, a check that every line number is digits, and the lines
-    grouped by path (grep writes a file's matches together); ``None`` for any other form."""
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines or b"" in lines:
+    the lines and one of each line, 256 KiB of lines at a time, a check that every line
+    number is digits, and the lines grouped by path (grep writes a file's matches together; a
+    group cut by a piece's end continues its file's entry); ``None`` for any other form."""
+    # The lines are those of ``data.split(b"\n")`` less one empty last line (the final break).
+    stop = len(data) - 1 if data.endswith(b"\n") else len(data)
+    if not data:
         return None
-    pieces = list(map(methodcaller("split", b":", 2), lines))
-    if min(map(len, pieces)) < 3 or not all(map(bytes.isdigit, map(itemgetter(1), pieces))):
-        return None
-    if any(
-        len(p) > 1000 or b"\n" in p
-        for p in map(itemgetter(0), pieces[:: max(1, len(pieces) // 64)])
-    ):
-        return None
+    total = data.count(b"\n", 0, stop) + 1
+    stride = max(1, total // 64)  # the paths of an even sample of lines are checked
     files: dict[bytes, _File] = {}
-    for path, group in groupby(pieces, key=itemgetter(0)):
-        block = list(group)
-        entry = files.get(path)
-        if entry is None:
-            entry = files[path] = _File(_text(path), first_line=int(block[0][1][:18]))
-        entry.count += len(block)
-        entry.last_line = int(block[-1][1][:18])
-        for piece in block[: _KEEP_PER_FILE - len(entry.matches)]:
-            entry.matches.append((int(piece[1][:18]), quote(piece[2], 160, strip=True)))
-    return files, len(pieces), (len(lines), lines[-1].rstrip(_CR)), lines[-1].rstrip(_CR)
+    first = 0  # the index of the piece's first line
+    start = 0
+    while True:
+        end = data.find(b"\n", start + _PLAIN_CHUNK, stop)
+        lines = data[start : stop if end < 0 else end].split(b"\n")
+        if b"" in lines:
+            return None
+        if any(
+            len(p) > 1000 or b"\n" in p
+            for p in (line.split(b":", 1)[0] for line in lines[(-first) % stride :: stride])
+        ):
+            return None
+        pieces = list(map(methodcaller("split", b":", 2), lines))
+        if min(map(len, pieces)) < 3 or not all(map(bytes.isdigit, map(itemgetter(1), pieces))):
+            return None
+        for path, group in groupby(pieces, key=itemgetter(0)):
+            block = list(group)
+            entry = files.get(path)
+            if entry is None:
+                entry = files[path] = _File(_text(path), first_line=int(block[0][1][:18]))
+            entry.count += len(block)
+            entry.last_line = int(block[-1][1][:18])
+            for piece in block[: _KEEP_PER_FILE - len(entry.matches)]:
+                entry.matches.append((int(piece[1][:18]), quote(piece[2], 160, strip=True)))
+        if end < 0:
+            last = lines[-1].rstrip(_CR)
+            return files, total, (total, last), last
+        first += len(lines)
+        start = end + 1
 
 
 def project_search(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of grep-style search results within ``budget`` bytes."""
     plain = _plain(data)
     if plain is not None:
-        head = (1, data.split(b"\n", 1)[0].rstrip(_CR))
+        end = data.find(b"\n")  # not a split: that would copy all the rest
+        head = (1, data[: end if end >= 0 else len(data)].rstrip(_CR))
         return _render(data, budget, plain[0], plain[1], 0, 0, head, plain[2], plain[3])
     files: dict[bytes, _File] = {}
     matches = context = other = 0
@@ -139,9 +158,11 @@ def _render(
     tail: list[str] = []
     if last is not None:
         tail.append(f"last match (line {last[0]:,}): {quote(last[1], 240)}")
-    ending = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+    # Offsets into the body, not ``rstrip``/``rsplit`` copies of it (twice its size).
+    stripped = stripped_end(data)
+    ending = data[data.rfind(b"\n", 0, stripped) + 1 : stripped]
     if last is None or ending != last_raw:
-        number = data.rstrip(b"\r\n").count(b"\n") + 1
+        number = data.count(b"\n", 0, stripped) + 1
         tail.append(f"ends with (line {number:,}): {quote(ending.rstrip(_CR), 200)}")
     reserve = sum(len(t.encode()) + 1 for t in tail)
 

@@ -14,9 +14,12 @@ def head_tail(data: bytes, budget: int) -> str:
     line edge is near, and never split a UTF-8 character. The tail is always represented. Bytes
     that are not UTF-8 show as U+FFFD, which the budget accounts for.
     """
-    whole = decode(data)
-    if utf8_len(whole) <= budget:
-        return whole
+    # Decoding never shortens (an invalid byte becomes a 3-byte U+FFFD): a body over the budget
+    # is never whole, and is not decoded (a decoded copy and its re-encoding were twice its size).
+    if len(data) <= budget:
+        whole = decode(data)
+        if utf8_len(whole) <= budget:
+            return whole
     room = max(0, budget - _NOTE_ROOM)
     head_room = room * 2 // 3
     tail_room = room - head_room
@@ -26,7 +29,10 @@ def head_tail(data: bytes, budget: int) -> str:
         cut = head.rfind(b"\n")
         if cut >= len(head) * 3 // 4:
             head = head[: cut + 1]
-        tail = cut_utf8_tail(data[len(head) :], tail_room // shrink)
+        # The tail depends only on the body's last bytes: slicing just those (not all after the
+        # head) keeps a copy of the whole body out of memory.
+        limit = tail_room // shrink
+        tail = cut_utf8_tail(data[max(len(head), len(data) - limit - 1) :], limit)
         cut = tail.find(b"\n")
         if 0 <= cut < len(tail) // 4 and cut + 1 < len(tail):
             tail = tail[cut + 1 :]
