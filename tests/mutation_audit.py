@@ -81,6 +81,8 @@ GUARD = "src/cargohold/guard/_guard.py"
 SEGMENT = "src/cargohold/_segment.py"
 STUB = "src/cargohold/_stub.py"
 OFFLOAD = "src/cargohold/_offload.py"
+QUERY = "src/cargohold/_query.py"
+SECRETS = "src/cargohold/_secrets.py"
 
 CONFORMANCE = "tests/test_conformance.py"
 LOCAL_TESTS = "tests/test_local_store.py"
@@ -91,6 +93,9 @@ WINDOW_TESTS = "tests/test_guard_window.py"
 STUB_TESTS = "tests/test_stub.py"
 OFFLOAD_TESTS = "tests/test_offload.py"
 FORGERY_TESTS = "tests/test_guard_forgery.py"
+OPAQUE_TESTS = "tests/test_guard_opaque.py"
+SECRETS_TESTS = "tests/test_secrets.py"
+READ_TOOLS_TESTS = "tests/test_read_tools.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +112,7 @@ class Mutant:
 
     Attributes:
         name: A stable, unique name (``--only`` takes it).
-        area: ``store``, ``guard`` or ``stub`` (``--only`` takes an area too).
+        area: ``store``, ``guard``, ``stub`` or ``read`` (``--only`` takes an area too).
         path: The source file, relative to the project root.
         edits: Applied in order, each to the result of the previous one.
         bug: What the bug does, in one line.
@@ -508,8 +513,8 @@ MUTANTS: tuple[Mutant, ...] = (
        "a failed or rejected offload puts the raw body into the conversation",
        OFFLOAD_TESTS, "tests/test_privacy.py"),
     _m("stub-preview-room-ignores-header", "stub", STUB,
-       "room = int(budget) - fixed - utf8_len(head) - slack - 1",
-       "room = int(budget) - fixed - slack - 1",
+       "room = limit - fixed - utf8_len(head) - slack - 1",
+       "room = limit - fixed - slack - 1",
        "the preview's room forgets the header: a stub can exceed its budget",
        OFFLOAD_TESTS, STUB_TESTS),
     _m("stub-depends-on-clock", "stub", STUB,
@@ -518,6 +523,41 @@ MUTANTS: tuple[Mutant, ...] = (
        ' | at {__import__(\'time\').perf_counter_ns() % 997}\\n"',
        "the stub carries a clock reading: the same input no longer gives the same stub",
        STUB_TESTS),
+    # -- this session's defences (issues 26 and 29) ------------------------------------------
+    _m("local-blob-path-from-any-digest", "store", LOCAL,
+       "if not isinstance(tenant, str) or not is_digest(digest):\n"
+       "            raise MalformedRowError(MALFORMED)",
+       "if not isinstance(tenant, str):\n"
+       "            raise MalformedRowError(MALFORMED)",
+       "a digest from a tampered index row ('../x') is made into a path: gc unlinks outside the root",
+       "tests/test_local_store.py::test_gc_never_unlinks_a_file_outside_the_root_that_an_expired"
+       "_row_names", LOCAL_TESTS),
+    _m("query-step-bound-ignored", "read", QUERY,
+       'if self._left < 0:\n            raise QueryLimit("steps")',
+       'if self._left < -(1 << 62):\n            raise QueryLimit("steps")',
+       "a JMESPath query's steps are not bounded: a doubling query runs until the deadline",
+       f"{READ_TOOLS_TESTS}::test_a_doubling_query_is_over_budget_with_the_fix",
+       READ_TOOLS_TESTS),
+    _m("secrets-default-masks", "stub", SECRETS,
+       'DEFAULT_POLICY = "redact"',
+       'DEFAULT_POLICY = "mask"',
+       "by default a result holding credentials is stored as it is (masked), not redacted",
+       SECRETS_TESTS),
+    _m("offload-redact-keeps-credentials", "stub", OFFLOAD,
+       "data = redact_secrets(data, findings, keep_length=not textual)",
+       "data = bytes(data)",
+       "a redacted result is stored and shown with its credentials, reported as redacted",
+       SECRETS_TESTS, OFFLOAD_TESTS),
+    _m("guard-opaque-in-any-role", "guard", FORMATS,
+       "opaque = _opaque(_ANTHROPIC_OPAQUE, kind) if assistant else None",
+       "opaque = _opaque(_ANTHROPIC_OPAQUE, kind)",
+       "a user's thinking block hides raw content under its signature, unjudged",
+       OPAQUE_TESTS),
+    _m("guard-opaque-skips-any-value", "guard", WALK,
+       "if inner is None and type(item) is str:",
+       "if inner is None:",
+       "an opaque key holding a list or an object of raw content is skipped, not judged",
+       OPAQUE_TESTS),
 )
 # fmt: on
 
