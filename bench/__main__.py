@@ -22,6 +22,7 @@ from bench.cli import SECTIONS as CLI_SECTIONS
 from bench.credentials import SECTIONS as SECRETS_SECTIONS
 from bench.decisions import SECTIONS as DECISION_SECTIONS
 from bench.front_door import SECTIONS as FRONT_DOOR_SECTIONS
+from bench.gateway import SECTIONS as GATEWAY_SECTIONS
 from bench.grep import SECTIONS as GREP_SECTIONS
 from bench.mcp_proxy import SECTIONS as MCP_SECTIONS
 from bench.store import SECTIONS as STORE_SECTIONS
@@ -35,6 +36,7 @@ SECTIONS = {
     **FRONT_DOOR_SECTIONS,
     **GREP_SECTIONS,
     **MCP_SECTIONS,
+    **GATEWAY_SECTIONS,
 }
 
 

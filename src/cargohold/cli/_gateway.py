@@ -91,6 +91,9 @@ def gateway(
         port = settings.gateway_port
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by every accepted connection. uvicorn given a socket does not set it, and
+    # without it each streamed event waits ~40 ms for the client's delayed ACK (Nagle).
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         listener.bind((host, port))
         listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them

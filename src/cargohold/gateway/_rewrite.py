@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -59,13 +60,18 @@ class Rewriter:
         tool_results: The folder whose files a client's ``<persisted-output>`` notice may
             name (:mod:`._persisted`); ``None``: notices are left as they are.
         cache_size: How many stubs the map keeps (least recently used go first).
+        recheck_seconds: How long a stub is reused before its artifact is looked up again
+            (an artifact lives for hours; a lookup per stub per turn would cost 0.1 ms each).
     """
 
     compact: bool = False
     policy: CompactionPolicy | None = None
     tool_results: Path | None = None
     cache_size: int = 4096
-    _stubs: OrderedDict[_CacheKey, tuple[str, str]] = field(default_factory=OrderedDict, repr=False)
+    recheck_seconds: float = 30.0
+    _stubs: OrderedDict[_CacheKey, tuple[str, str, float]] = field(
+        default_factory=OrderedDict, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def rewrite(
@@ -166,16 +172,20 @@ class Rewriter:
             cached = self._stubs.get(key)
             if cached is not None:
                 self._stubs.move_to_end(key)
+        now = time.monotonic()
         if cached is not None:
-            ref, stub = cached
-            if hold.info(ref).ok:
+            ref, stub, checked = cached
+            if now - checked < self.recheck_seconds or hold.info(ref).ok:
+                if now - checked >= self.recheck_seconds:
+                    with self._lock:
+                        self._stubs[key] = (ref, stub, now)
                 counts.reused += 1
                 return stub
         offload = hold.offload(body, tool=tool, media_type=media_type)
         counts.offloaded += 1
         if offload.outcome in _REUSABLE and offload.ref is not None:
             with self._lock:
-                self._stubs[key] = (str(offload.ref), offload.text)
+                self._stubs[key] = (str(offload.ref), offload.text, now)
                 while len(self._stubs) > self.cache_size:
                     self._stubs.popitem(last=False)
         # Rejected or failed: the offloader's bounded stub without the body, never the body.
