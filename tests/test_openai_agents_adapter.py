@@ -51,6 +51,7 @@ from openai.types.responses.response_output_item import McpCall  # noqa: E402
 import cargohold  # noqa: E402
 import cargohold.openai_agents as adapter  # noqa: E402
 from cargohold import ContextLeakError, ListSink, parse_segment, parse_stub  # noqa: E402
+from cargohold._stub import parse_compact_stub  # noqa: E402
 from cargohold.openai_agents import AgentsAdapter, InputFilter  # noqa: E402
 from cargohold.openai_agents._responses import offload_items  # noqa: E402
 
@@ -818,3 +819,70 @@ def test_the_example_agent_runs_offline_and_answers_from_the_exact_rows(tmp_path
         "Refunded orders: [0,2500,5000,7500,10000,12500,15000,17500,20000,22500,25000,27500]" in out
     )
     assert "decisions: offload:offloaded 1, rehydrate:resolved 1" in out
+
+
+# -- compaction before every model call -------------------------------------------------------
+
+
+def _page(number: int) -> str:
+    """A tool output under the heavy threshold (it stays inline), distinct per page."""
+    return "".join(f"page {number} line {i}: status ok, latency {i % 89} ms\n" for i in range(180))
+
+
+@function_tool
+def read_page(number: int) -> str:
+    """One page of the report."""
+    return _page(number)
+
+
+def _paging(cargo: AgentsAdapter) -> tuple[Agent[Any], ScriptedModel]:
+    model = ScriptedModel(
+        [
+            *([function_call("read_page", {"number": n}, call_id=f"c{n}")] for n in range(1, 5)),
+            [assistant_message("done")],
+        ]
+    )
+    return Agent(name="pager", model=model, tools=cargo.wrap_tools([read_page])), model
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_compaction_clears_old_outputs_to_stubs_before_each_model_call_and_they_read_back(
+    hold: cargohold.Hold, cargo: AgentsAdapter, streamed: bool
+) -> None:
+    assert len(_page(1).encode()) < 32 * 1024  # inline when the tool returns it
+    policy = cargohold.CompactionPolicy(trigger_tokens=3_000, keep_last=1, clear_at_least=0)
+    agent, model = _paging(cargo)
+
+    run = _run_streamed if streamed else _run
+    result = run(agent, "summarize", run_config=_config(cargo, "s-pages", compaction=policy))
+
+    session = hold.for_session("s-pages")  # the run's scope: what it stored is there
+    key = session.store.marker_key()
+    last = _outputs(model.calls[-1])
+    assert len(last) == 4
+    assert last[-1] == _page(4)  # keep_last: the newest stays whole
+    for number, output in enumerate(last[:3], start=1):
+        info = parse_compact_stub(output, key=key)
+        assert info is not None, output[:200]
+        assert f"| call c{number} |" in output
+        assert session.store.read(info.ref).raise_for_outcome() == _page(number).encode()
+    assert _outputs(model.calls[1]) == [_page(1)]  # under the trigger: sent as it is
+    # Only what is sent changes: the run's own items keep every output whole.
+    kept = [i.raw_item["output"] for i in result.new_items if i.type == "tool_call_output_item"]
+    assert kept == [_page(n) for n in range(1, 5)]
+
+
+def test_without_compaction_every_output_reaches_the_model_whole(
+    hold: cargohold.Hold, cargo: AgentsAdapter
+) -> None:
+    agent, model = _paging(cargo)
+
+    _run(agent, "summarize", run_config=_config(cargo, "s-whole"))
+
+    assert _outputs(model.calls[-1]) == [_page(n) for n in range(1, 5)]
+    assert hold.for_session("s-whole").store.artifacts() == []
+
+
+def test_a_compaction_argument_that_is_not_a_policy_is_a_usage_error(cargo: AgentsAdapter) -> None:
+    with pytest.raises(cargohold.UsageError):
+        cargo.run_config(compaction="on")

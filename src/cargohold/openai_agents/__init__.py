@@ -83,6 +83,7 @@ from pydantic import BaseModel, ValidationError
 
 from cargohold._hold import Hold
 from cargohold._toolspecs import SPECS
+from cargohold.compact import CompactionPolicy
 from cargohold.openai_agents._responses import ToolOutputs, offload_items
 
 PrepareFilter = Callable[[CallModelData[Any]], "ModelInputData | Awaitable[ModelInputData]"]
@@ -197,9 +198,22 @@ class InputFilter:
         prepare: A filter of yours that runs first (trimming, summarizing); the guard judges
             what it returns.
         check_window: ``False`` to make the leak check only (a scripted model has no window).
+        compaction: A :class:`cargohold.CompactionPolicy`, or ``True`` for the configured one
+            (the ``compaction_*`` settings): after the offload and before the guard, the input
+            is compacted (:meth:`cargohold.Hold.compact`, format ``openai-responses``): past the
+            policy's trigger, old tool outputs are stored and replaced by compact stubs that
+            read back byte for byte. ``None`` or ``False`` (the default): no compaction.
     """
 
-    __slots__ = ("_check_window", "_hold", "_lock", "_model", "_prepare", "_trees")
+    __slots__ = (
+        "_check_window",
+        "_compaction",
+        "_hold",
+        "_lock",
+        "_model",
+        "_prepare",
+        "_trees",
+    )
 
     def __init__(
         self,
@@ -208,6 +222,7 @@ class InputFilter:
         model: str | None = None,
         prepare: PrepareFilter | None = None,
         check_window: bool = True,
+        compaction: CompactionPolicy | bool | None = None,
     ) -> None:
         if not isinstance(hold, Hold):
             raise UsageError("an InputFilter needs a cargohold.Hold")
@@ -215,6 +230,7 @@ class InputFilter:
         self._model = model
         self._prepare = prepare
         self._check_window = check_window
+        self._compaction = _compaction_policy(hold, compaction)
         self._trees: dict[int, tuple[Hold, _Tree]] = {}
         self._lock = threading.Lock()
 
@@ -258,6 +274,11 @@ class InputFilter:
             request["model"] = model
         if model_data.instructions is not None:
             request["instructions"] = model_data.instructions
+        if self._compaction is not None:  # after the offload, before the guard
+            request, _ = await hold.acompact(
+                request, format="openai-responses", policy=self._compaction
+            )
+            items = request["input"]
         if self._check_window:
             await hold.aguard(request, format="openai-responses", model=model)
         else:
@@ -270,6 +291,17 @@ class InputFilter:
             )
             await hold.arun(check)
         return ModelInputData(input=items, instructions=model_data.instructions)
+
+
+def _compaction_policy(hold: Hold, given: object) -> CompactionPolicy | None:
+    """The policy a ``compaction`` argument names: ``True`` the hold's configured one."""
+    if given is None or given is False:
+        return None
+    if given is True:
+        return CompactionPolicy.from_settings(hold.settings)
+    if not isinstance(given, CompactionPolicy):
+        raise UsageError("compaction is a cargohold.CompactionPolicy, True or None")
+    return given
 
 
 class AgentsAdapter:
@@ -363,6 +395,7 @@ class AgentsAdapter:
         model: str | None = None,
         prepare: PrepareFilter | None = None,
         check_window: bool = True,
+        compaction: CompactionPolicy | bool | None = None,
     ) -> InputFilter:
         """The ``call_model_input_filter`` of one run (see :class:`InputFilter`).
 
@@ -372,13 +405,19 @@ class AgentsAdapter:
             model: The model name for the guard's window check (the adapter's by default).
             prepare: A filter of yours that runs first.
             check_window: ``False`` to make the leak check only.
+            compaction: Compact the input before the guard (a policy, or ``True`` for the
+                configured one); off by default.
         """
         hold = self._hold
         if session is not None:
             session_id = session if isinstance(session, str) else session.session_id
             hold = hold.for_session(session_id)
         return InputFilter(
-            hold, model=model or self._model, prepare=prepare, check_window=check_window
+            hold,
+            model=model or self._model,
+            prepare=prepare,
+            check_window=check_window,
+            compaction=compaction,
         )
 
     def run_config(
@@ -388,14 +427,21 @@ class AgentsAdapter:
         model: str | None = None,
         prepare: PrepareFilter | None = None,
         check_window: bool = True,
+        compaction: CompactionPolicy | bool | None = None,
         **options: Any,
     ) -> RunConfig:
         """A ``RunConfig`` for one run, with :meth:`input_filter` as its
-        ``call_model_input_filter``; ``options`` are the other ``RunConfig`` fields."""
+        ``call_model_input_filter``; ``options`` are the other ``RunConfig`` fields.
+        ``compaction`` (a policy, or ``True`` for the configured one; off by default) compacts
+        the input before every model call, before the guard."""
         if "call_model_input_filter" in options:
             raise UsageError("pass your own input filter as prepare=: cargohold's runs last")
         run_filter = self.input_filter(
-            session, model=model, prepare=prepare, check_window=check_window
+            session,
+            model=model,
+            prepare=prepare,
+            check_window=check_window,
+            compaction=compaction,
         )
         return RunConfig(call_model_input_filter=run_filter, **options)
 
