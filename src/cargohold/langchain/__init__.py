@@ -2,7 +2,8 @@
 
 - :class:`CargoholdMiddleware` (give it to ``create_agent(middleware=[...])``): offloads every
   heavy tool result from the tool's own value before LangChain turns it into a ``ToolMessage``,
-  runs the edge guard on every model request, and registers the read tools.
+  compacts every model request when given a policy (``compaction=``; off by default), runs the
+  edge guard on it, and registers the read tools.
 - :func:`read_tools`: the read tools (``artifact_read``, ``artifact_grep``...) as LangChain tools,
   for a graph built without the middleware.
 - :func:`run_hold`: the hold of the run a ``RunnableConfig`` belongs to, for your own nodes.

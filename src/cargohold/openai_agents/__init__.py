@@ -11,7 +11,8 @@
 - :meth:`AgentsAdapter.run_config` (or :meth:`~AgentsAdapter.input_filter` for your own
   ``RunConfig``): a ``call_model_input_filter`` that, before every model call, offloads the heavy
   outputs the adapter could not wrap (MCP server tools, hosted tools, custom and shell tools)
-  and then runs the edge guard on what is about to be sent: a raw heavy part left (a function
+  then compacts the input when given a policy (``compaction=``; off by default), and then
+  runs the edge guard on what is about to be sent: a raw heavy part left (a function
   tool of the agent that was not wrapped) raises :class:`cargohold.ContextLeakError` before the
   model is called.
 
