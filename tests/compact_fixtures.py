@@ -166,11 +166,13 @@ def results_of(fmt: str, built: Any) -> list[tuple[str, str]]:
     """(call id, result text) of every tool result, in order."""
     found = []
     for message in messages_of(fmt, built):
+        if fmt != "langchain" and not isinstance(message, dict):
+            continue  # an SDK object passed back: the model's turn, not a result
         if fmt == "openai-chat" and message.get("role") == "tool":
             found.append((message["tool_call_id"], message["content"]))
         elif fmt == "anthropic" and isinstance(message.get("content"), list):
             for block in message["content"]:
-                if block.get("type") == "tool_result":
+                if isinstance(block, dict) and block.get("type") == "tool_result":
                     found.append((block["tool_use_id"], block["content"]))
         elif fmt == "openai-responses" and message.get("type") == "function_call_output":
             found.append((message["call_id"], message["output"]))

@@ -654,3 +654,40 @@ def test_a_restarted_caller_compacts_the_same_request_to_the_same_bytes(tmp_path
             outputs.append(dump("anthropic", out))
 
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "openai-responses"])
+def test_calls_passed_back_as_sdk_objects_still_name_the_tools_of_their_results(
+    hold: Hold, fmt: str
+) -> None:
+    from anthropic.types import ToolUseBlock
+    from openai.types.chat import ChatCompletionMessage
+    from openai.types.responses import ResponseFunctionToolCall
+
+    history = turns([6000] * 12, tools=("read_file", "memory"))
+    given = request(fmt, history)
+    for message in _messages(fmt, given):  # the model's turns as the SDK returned them
+        if fmt == "openai-chat" and message["role"] == "assistant":
+            sdk: Any = ChatCompletionMessage.model_validate(message)
+        elif fmt == "anthropic" and message["role"] == "assistant":
+            message["content"][1] = ToolUseBlock.model_validate(message["content"][1])
+            continue
+        elif fmt == "openai-responses" and message.get("type") == "function_call":
+            sdk = ResponseFunctionToolCall.model_validate(message)
+        else:
+            continue
+        messages = _messages(fmt, given)
+        messages[messages.index(message)] = sdk
+        given = _with_messages(fmt, given, messages)
+    policy = _at_the_end(hold, fmt, given, exclude_tools=frozenset({"memory"}))
+
+    out, report = hold.compact(given, format=fmt, policy=policy)
+
+    assert report.cleared == 5  # read_file's older results; memory's stay whole
+    for (_, text), (_, original), turn in zip(
+        results_of(fmt, out), results_of(fmt, request(fmt, history)), history, strict=True
+    ):
+        if turn.tool == "memory":
+            assert text == original
+        elif parse_compact_stub(text, key=hold.store.marker_key()) is not None:
+            assert "| tool read_file |" in text

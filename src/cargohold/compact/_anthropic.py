@@ -15,6 +15,7 @@ from cargohold.compact._model import (
     body_of,
     cleared_input,
     count,
+    field_of,
     name_of,
 )
 from cargohold.guard._guard import RequestFormat
@@ -41,8 +42,13 @@ class AnthropicFormat:
             return []
         found: list[Slot] = []
         for part, block in enumerate(blocks):
-            kind = block.get("type") if isinstance(block, Mapping) else None
+            kind = field_of(block, "type")
             if not isinstance(kind, str):
+                continue
+            if not isinstance(block, Mapping):  # an SDK block passed back: its call's name
+                call_id, tool = name_of(field_of(block, "id")), name_of(field_of(block, "name"))
+                if kind.endswith("tool_use") and call_id is not None and tool is not None:
+                    calls[call_id] = tool
                 continue
             if kind == "tool_use" or kind == "server_tool_use" or kind == "mcp_tool_use":
                 call_id, tool = name_of(block.get("id")), name_of(block.get("name"))

@@ -13,6 +13,7 @@ from cargohold.compact._model import (
     body_of,
     cleared_arguments,
     count,
+    field_of,
     name_of,
 )
 from cargohold.guard._guard import RequestFormat
@@ -32,7 +33,12 @@ class ChatFormat:
         return {**request, self.key: messages}
 
     def slots(self, index: int, message: Any, calls: dict[str, str]) -> list[Slot]:
-        if not isinstance(message, Mapping):
+        if not isinstance(message, Mapping):  # an SDK message passed back: its calls' names
+            for call in field_of(message, "tool_calls") or ():
+                call_id = name_of(field_of(call, "id"))
+                tool = name_of(field_of(field_of(call, "function"), "name"))
+                if call_id is not None and tool is not None:
+                    calls[call_id] = tool
             return []
         role = message.get("role")
         found: list[Slot] = []
@@ -76,4 +82,4 @@ class ChatFormat:
         return count(self.name, {k: v for k, v in request.items() if k != self.key})
 
     def from_model(self, message: Any) -> bool:
-        return isinstance(message, Mapping) and message.get("role") == "assistant"
+        return bool(field_of(message, "role") == "assistant")

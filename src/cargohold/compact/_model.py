@@ -134,6 +134,16 @@ class Format(Protocol):
         ...
 
 
+def field_of(value: object, name: str) -> Any:
+    """``value[name]`` of a mapping, else the attribute ``name`` of an SDK object (a response's
+    message or block passed back as it came: ``ChatCompletionMessage``, ``ToolUseBlock``), else
+    ``None``. Such objects name their calls for the results that follow; they are never
+    rewritten (only plain dicts are)."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
 def name_of(value: object) -> str | None:
     """A tool name or call id when it is a non-empty string."""
     return value if isinstance(value, str) and value else None

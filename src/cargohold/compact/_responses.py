@@ -15,6 +15,7 @@ from cargohold.compact._model import (
     body_of,
     cleared_arguments,
     count,
+    field_of,
     name_of,
 )
 from cargohold.guard._guard import RequestFormat
@@ -40,7 +41,13 @@ class ResponsesFormat:
         return {**request, self.key: messages}
 
     def slots(self, index: int, message: Any, calls: dict[str, str]) -> list[Slot]:
-        if not isinstance(message, Mapping):
+        if not isinstance(message, Mapping):  # an SDK item passed back: its call's name
+            call_id, tool = (
+                name_of(field_of(message, "call_id")),
+                name_of(field_of(message, "name")),
+            )
+            if field_of(message, "type") in _CALLS and call_id is not None and tool is not None:
+                calls[call_id] = tool
             return []
         kind = message.get("type")
         call_id = name_of(message.get("call_id"))
@@ -77,6 +84,5 @@ class ResponsesFormat:
         return count(self.name, {k: v for k, v in request.items() if k != self.key})
 
     def from_model(self, message: Any) -> bool:
-        if not isinstance(message, Mapping):
-            return False
-        return message.get("role") == "assistant" or message.get("type") in _MODEL_ITEMS
+        role, kind = field_of(message, "role"), field_of(message, "type")
+        return role == "assistant" or kind in _MODEL_ITEMS
