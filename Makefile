@@ -21,6 +21,11 @@ export MCP_SERVERS_PREFIX
 MCP_INSPECTOR_VERSION := 2.12.0
 MCP_INSPECTOR_V1_VERSION := 1.0.3
 MCP_STAMP := $(MCP_SERVERS_PREFIX)/.installed-inspector-$(MCP_INSPECTOR_VERSION)-$(MCP_INSPECTOR_V1_VERSION)
+# Claude Code, for the gateway's end-to-end test (tests/test_gateway_claude_code.py: same pin).
+CLAUDE_CODE_VERSION := 2.1.332
+CLAUDE_CODE_PREFIX ?= $(HOME)/.cache/cargohold-test/claude-code-$(CLAUDE_CODE_VERSION)
+export CLAUDE_CODE_PREFIX
+CLAUDE_CODE_STAMP := $(CLAUDE_CODE_PREFIX)/.installed
 
 .PHONY: demo test lint typecheck pytest bench clean mcp-servers
 
@@ -59,7 +64,18 @@ typecheck: $(DEV_STAMP)
 pytest: $(DEV_STAMP) mcp-servers
 	$(BIN)/python -m pytest
 
-mcp-servers: $(MCP_STAMP)
+mcp-servers: $(MCP_STAMP) $(CLAUDE_CODE_STAMP)
+
+$(CLAUDE_CODE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "cargohold: installing Claude Code $(CLAUDE_CODE_VERSION) for the gateway's test (first run only)"; \
+		npm install --prefix "$(CLAUDE_CODE_PREFIX)" --no-audit --no-fund --loglevel=error \
+			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
+		&& touch "$@" \
+		|| echo "cargohold: npm install failed: the Claude Code test will skip (fail under CI)"; \
+	else \
+		echo "cargohold: npm not found: the Claude Code test will skip (fail under CI)"; \
+	fi
 
 $(MCP_STAMP):
 	@if command -v npm >/dev/null 2>&1; then \

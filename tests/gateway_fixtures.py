@@ -12,7 +12,7 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +48,9 @@ class FakeProvider:
     received: list[Received] = field(default_factory=list)
     fail_with: int | None = None
     stream_chunks: int = 1  # extra filler events in a stream (a long stream: many)
+    # The content of an Anthropic answer, from the request (a scripted agent's next step);
+    # by default one tool_use block.
+    anthropic_reply: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def app(self) -> Starlette:
@@ -74,7 +77,10 @@ class FakeProvider:
         if path.endswith("/messages/count_tokens"):
             return _json({"input_tokens": len(body) // 4})
         if path.endswith("/messages"):
-            return self._sse(_anthropic_events()) if stream else _json(_anthropic_message())
+            content = None if self.anthropic_reply is None else self.anthropic_reply(payload)
+            if stream:
+                return self._sse(_anthropic_events(content))
+            return _json(_anthropic_message(content))
         if path.endswith("/chat/completions"):
             return self._sse(_chat_events()) if stream else _json(_chat_completion())
         if path.endswith("/responses"):
@@ -102,44 +108,54 @@ def _json(value: Any) -> Response:
 CALL_INPUT = {"cmd": "cat big.log"}
 
 
-def _anthropic_message() -> dict[str, Any]:
+def _anthropic_message(content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    if content is None:
+        content = [{"type": "tool_use", "id": "toolu_1", "name": "run", "input": CALL_INPUT}]
+    calls = any(block["type"] == "tool_use" for block in content)
     return {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
         "model": "claude-fake",
-        "content": [{"type": "tool_use", "id": "toolu_1", "name": "run", "input": CALL_INPUT}],
-        "stop_reason": "tool_use",
+        "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 5},
     }
 
 
-def _anthropic_events() -> list[tuple[str | None, Any]]:
-    start = {**_anthropic_message(), "content": [], "stop_reason": None}
-    block = {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}}
+def _anthropic_events(
+    content: list[dict[str, Any]] | None = None,
+) -> list[tuple[str | None, Any]]:
+    message = _anthropic_message(content)
+    start = {**message, "content": [], "stop_reason": None}
+    events: list[tuple[str | None, Any]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
     return [
-        ("message_start", {"type": "message_start", "message": start}),
-        (
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": block},
-        ),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": json.dumps(CALL_INPUT)},
-            },
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *events,
         (
             "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            },
+            {"type": "message_delta", "delta": stop, "usage": {"output_tokens": 5}},
         ),
         ("message_stop", {"type": "message_stop"}),
     ]

@@ -1,0 +1,116 @@
+"""Claude Code itself (npm ``@anthropic-ai/claude-code``, ``-p``) through the gateway to the
+scripted fake provider: its ``<persisted-output>`` spill of a heavy shell output reaches the
+provider as a cargohold stub of the file it wrote, whose artifact reads back byte for byte.
+
+Needs ``make mcp-servers`` (npm registry only, cached between runs); skips without it, fails
+without it under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.gateway_fixtures import FakeProvider, serve
+
+import cargohold
+from _require import unavailable
+from cargohold.gateway import GatewayConfig, build_app
+
+CLAUDE_CODE_VERSION = "2.1.332"
+"""The pinned version (the Makefile's mcp-servers target installs the same)."""
+PREFIX = Path(
+    os.environ.get("CLAUDE_CODE_PREFIX")
+    or Path.home() / ".cache" / "cargohold-test" / f"claude-code-{CLAUDE_CODE_VERSION}"
+)
+REF = re.compile(r"artifact://sha256/[0-9a-f]{64}")
+LINES = 100_000  # `seq 1 100000`: 588,895 bytes, far over Claude Code's ~30 KB spill size
+
+
+def claude() -> Path:
+    binary = PREFIX / "node_modules" / ".bin" / "claude"
+    if not binary.exists():
+        unavailable("@anthropic-ai/claude-code is not installed: run `make mcp-servers`")
+    return binary
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    """The text of every tool_result in an Anthropic request."""
+    found: list[str] = []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") != "tool_result":
+                continue
+            value = block.get("content")
+            if isinstance(value, list):
+                value = "".join(part.get("text", "") for part in value)
+            found.append(value)
+    return found
+
+
+def script(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fake model: run the shell command once, then say it is done."""
+    if tool_results(request):
+        return [{"type": "text", "text": "done: the numbers were printed"}]
+    command = {"command": f"seq 1 {LINES}", "description": "Print the numbers"}
+    return [{"type": "tool_use", "id": "toolu_seq", "name": "Bash", "input": command}]
+
+
+def test_claude_code_spill_reaches_the_provider_as_a_stub_of_the_file_it_wrote(
+    tmp_path: Path,
+) -> None:
+    binary = claude()
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    fake = FakeProvider(anthropic_reply=script)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "ANTHROPIC_API_KEY": "sk-ant-fake-key-for-the-fake-provider",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="cc") as hold,
+        serve(fake.app()) as upstream,
+        serve(
+            build_app(
+                hold,
+                GatewayConfig(
+                    upstream=upstream, tool_results=home / ".claude" / "projects", timeout=60
+                ),
+            )
+        ) as url,
+    ):
+        env["ANTHROPIC_BASE_URL"] = url
+        done = subprocess.run(
+            [str(binary), "-p", "Print the numbers from 1 to 100000.", "--allowedTools", "Bash"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+        answered = [r.json() for r in fake.received if r.path.endswith("/v1/messages")]
+        results = [text for request in answered for text in tool_results(request)]
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "done: the numbers were printed" in done.stdout
+        assert results, "Claude Code sent no tool result"
+        stub = results[-1]
+        assert stub.startswith("[cargohold]")
+        assert "<persisted-output>" not in stub
+        (ref,) = set(REF.findall(stub))
+        expected = "".join(f"{i}\n" for i in range(1, LINES + 1))
+        read = hold.read(ref, length=1024 * 1024, budget=1024 * 1024)
+        assert read.content is not None
+        assert read.content.rstrip("\n") == expected.rstrip("\n")
+        assert hold.grep(ref, "^99999$").outcome == "resolved"
