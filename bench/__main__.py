@@ -3,6 +3,9 @@
 ``python -m bench soak [...]`` runs the crash soak instead (``bench/soak.py``,
 ``docs/reliability.md``): SIGKILL trials on the local store and PostgreSQL server kills, with
 lost / corrupt / partial counts and a non-zero exit status when any is not zero.
+``python -m bench compaction [--turns N] [--seed S]`` replays a 120-turn agent run through no
+offload, offload, offload + compaction and lossy clearing, and prints the token figures
+(``bench/compaction.py``, issue 24).
 ``python -m bench profile KIND [--size MIB] [--offload]`` profiles one kind's projection (or
 offload) instead and prints where its time goes (``bench/decisions.py``).
 
@@ -46,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import soak
 
         return soak.main(argv[1:])
+    if argv[:1] == ["compaction"]:
+        from bench import compaction
+
+        return compaction.main(argv[1:])
     if argv[:1] == ["profile"]:
         from bench.decisions import profile_main
 
