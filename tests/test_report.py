@@ -1,0 +1,198 @@
+"""The run report: aggregated from decision events, drawn as a page and in a terminal, never
+holding a body, a path, an owner or an exception's text."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from cargohold import (
+    JsonLinesSink,
+    MemoryStore,
+    Offloader,
+    Rehydrator,
+    Reporter,
+    Scope,
+    ScopedStore,
+    StoreUnavailableError,
+)
+from cargohold.cli import cli
+from cargohold.report import SECTIONS, build_report, render_html, render_terminal
+
+KiB = 1024
+CANARIES = {
+    "body": "canary-body-7f3a9c",
+    "path": "/home/canary-path-51be0d/secret/config.yaml",
+    "tenant": "canary-tenant-a91c",
+    "user": "canary-user-33de",
+    "exception": "canary-exception-c0ffee",
+}
+
+
+class _FailingStore:
+    """A store whose writes fail with an exception text a report must never show."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryStore()
+        self.limits = self._inner.limits
+
+    def put(self, *args: object, **kwargs: object) -> None:
+        raise StoreUnavailableError(f"disk gone: {CANARIES['exception']} {CANARIES['path']}")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+def _canary_run() -> list[dict[str, Any]]:
+    """A run of three agent levels whose bodies, paths, owners and failures hold canaries."""
+    stream = io.StringIO()
+    owner = Scope(CANARIES["tenant"], CANARIES["user"], "report")
+    scoped = ScopedStore(MemoryStore(), owner)
+    root = Reporter([JsonLinesSink(stream)], agent_id="planner")
+    worker = root.child("worker")
+    grandchild = worker.child("reader")
+    body = "".join(f"line {i} {CANARIES['body']} opened {CANARIES['path']}\n" for i in range(2000))
+    big = Offloader(scoped, threshold=4 * KiB, reporter=root).offload(body, tool="read_file")
+    Offloader(scoped, reporter=worker).offload(f"ok {CANARIES['body']}", tool="status")
+    assert big.ref is not None
+    reader = Rehydrator(scoped, reporter=grandchild)
+    reader.read_lines(big.ref, 1, 20)
+    reader.grep(big.ref, CANARIES["body"])
+    failing = ScopedStore(_FailingStore(), owner)  # type: ignore[arg-type]
+    Offloader(failing, threshold=4 * KiB, reporter=grandchild).offload(body, tool="read_file")
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def _assert_no_canary(text: str) -> None:
+    for name, canary in CANARIES.items():
+        assert canary not in text, name
+        for word in re.findall(r"canary-[a-z]+-[0-9a-f]+", canary):  # each distinct part too
+            assert word not in text, name
+
+
+def test_the_report_of_a_run_holds_no_body_path_owner_or_exception_text() -> None:
+    events = _canary_run()
+    report = build_report(events)
+
+    page = render_html(report)
+    out = io.StringIO()
+    from rich.console import Console
+
+    render_terminal(report, Console(file=out, width=200, color_system=None))
+
+    _assert_no_canary(page)
+    _assert_no_canary(out.getvalue())
+    assert report.max_depth == 2
+    assert [s.outcome for s in report.stops] == ["failed"]
+
+
+def test_the_report_sums_what_each_tool_returned_against_what_entered_the_context() -> None:
+    events = _canary_run()
+
+    report = build_report(events)
+
+    offloads = [e for e in events if e["operation"] == "offload"]
+    assert report.observed_bytes == sum(e["observed_bytes"] for e in offloads)
+    assert report.context_bytes == sum(e["context_bytes"] for e in offloads)
+    by_tool = {t.tool: t for t in report.tools}
+    assert by_tool["read_file"].results == 2
+    assert (by_tool["read_file"].offloaded, by_tool["read_file"].refused) == (1, 1)
+    assert by_tool["status"].inline == 1
+    assert [a.agent_id for a in report.agents] == ["planner", "worker", "reader"]
+    assert [a.depth for a in report.agents] == [0, 1, 2]
+    (read,) = report.read_backs
+    assert read.reads == 2
+    assert read.read_bytes == sum(
+        e["context_bytes"] for e in events if e["operation"] == "rehydrate"
+    )
+    (largest,) = report.largest
+    assert largest.stub_bytes == offloads[0]["context_bytes"]
+
+
+def test_every_section_is_drawn_and_every_artifact_links_its_command() -> None:
+    report = build_report(_canary_run())
+
+    page = render_html(report)
+
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in page
+    (largest,) = report.largest
+    assert f"cargohold show {largest.ref}" in page
+    assert f"cargohold read {largest.ref} --lines" in page
+    assert "<script" not in page
+    assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing fetched
+
+
+def test_an_edited_log_cannot_inject_markup_or_a_bogus_reference() -> None:
+    events = [
+        {
+            "operation": "offload",
+            "outcome": "offloaded",
+            "reason": "at_or_above_threshold",
+            "observed_bytes": 10,
+            "context_bytes": 5,
+            "ref": "artifact://sha256/<script>",
+            "tool": "<img src=x onerror=alert(1)>",
+            "agent_id": "<marquee>",
+            "sequence": 1,
+        },
+        {"operation": "offload", "observed_bytes": "many", "sequence": "x"},
+        "not an object",
+    ]
+
+    page = render_html(build_report(events))  # type: ignore[arg-type]
+
+    for markup in ("<img", "<marquee", "<script", "artifact://sha256/<"):
+        assert markup not in page
+
+
+def test_a_thousand_events_aggregate_into_bounded_rows() -> None:
+    events = [
+        {
+            "operation": "offload",
+            "outcome": "offloaded",
+            "reason": "at_or_above_threshold",
+            "observed_bytes": 1000 + i,
+            "context_bytes": 100,
+            "ref": f"artifact://sha256/{i:064x}",
+            "tool": f"tool_{i % 7}",
+            "agent_id": f"agent-{i % 3}",
+            "parent_agent_id": None if i % 3 == 0 else "agent-0",
+            "depth": 0 if i % 3 == 0 else 1,
+            "sequence": i,
+        }
+        for i in range(1000)
+    ]
+
+    report = build_report(events)
+
+    assert len(report.tools) == 7
+    assert len(report.largest) == 20
+    assert report.largest[0].size == 1999
+    assert sum(sum(a.timeline) for a in report.agents) == 1000
+
+
+def _cli(tmp_path: Path, *args: str) -> Any:
+    (tmp_path / "cargohold.toml").write_text(f'events_log = "{tmp_path / "events.jsonl"}"\n')
+    config = ["--store", "memory://", "--config", str(tmp_path / "cargohold.toml")]
+    return CliRunner().invoke(cli, [*config, *args])
+
+
+def test_cargohold_report_writes_the_page_of_a_demo_run(tmp_path: Path) -> None:
+    demo = _cli(tmp_path, "demo")
+    assert demo.exit_code == 0, demo.output
+
+    written = _cli(tmp_path, "report", "--html", str(tmp_path / "report.html"))
+
+    assert written.exit_code == 0, written.output
+    page = (tmp_path / "report.html").read_text()
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in page
+    shown = _cli(tmp_path, "report")
+    assert shown.exit_code == 0, shown.output
+    assert "largest artifacts" in shown.stdout
