@@ -41,6 +41,7 @@ _LAZY_COMMANDS = {
     "proxy": "cargohold.cli._mcp",
     "query": "cargohold.cli._decisions",
     "read": "cargohold.cli._decisions",
+    "report": "cargohold.cli._report",
     "search": "cargohold.cli._search",
 }
 """Commands whose module is imported only when that command runs (or ``--help`` lists them).
