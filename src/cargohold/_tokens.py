@@ -7,7 +7,6 @@ depends on what the bytes are. The estimate is deliberately on the high side of 
 from __future__ import annotations
 
 import enum
-import functools
 import math
 import threading
 import warnings
@@ -80,17 +79,32 @@ _CHUNK_CHARS = 150_000
 """The tokenizer takes at most 200,000 tokens per call; a character is at most one token."""
 
 _load_lock = threading.Lock()
+_loaded: dict[str, Any] = {}
+"""Encodings loaded (or found unavailable: ``None``) in this process, by name."""
+_preloads: dict[str, threading.Thread] = {}
 
 
-@functools.cache
 def _encoding(name: str) -> Any:
     """The named encoding from ``bpe-openai``, loaded once per process; ``None`` if unavailable.
 
-    bpe-openai ships its vocabularies inside the wheel: nothing is downloaded, ever.
+    bpe-openai ships its vocabularies inside the wheel: nothing is downloaded, ever. A caller
+    that comes while another thread (a :func:`preload`) is loading it waits for that load to
+    finish, never starts a second one.
     """
+    try:
+        return _loaded[name]
+    except KeyError:
+        pass
+    with _load_lock:
+        if name not in _loaded:
+            _loaded[name] = _load(name)
+        return _loaded[name]
+
+
+def _load(name: str) -> Any:
     # bpe-openai reads its bundled vocabularies through a deprecated importlib.resources call;
     # the warning is its own business, not the caller's (and -W error would make it fatal).
-    with _load_lock, warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             import bpe_openai
@@ -100,6 +114,25 @@ def _encoding(name: str) -> Any:
             return bpe_openai.get_encoding(name)
         except Exception:  # a broken install must not break accounting: use estimates
             return None
+
+
+def preload(encoding: str = "o200k_base") -> threading.Thread:
+    """Start loading the tokenizer in a background daemon thread, and return that thread.
+
+    The load takes about a second, once per process (bpe-openai parses its vocabulary), and
+    the first stub of a body waits for it: a long-running surface (the MCP proxy and server,
+    an adapter) calls this at start so that no caller's first call pays it. Counts and stubs
+    are the same whether or not it ran; calling it again returns the same thread.
+    """
+    with _load_lock:
+        thread = _preloads.get(encoding)
+        if thread is None:
+            thread = threading.Thread(
+                target=_encoding, args=(encoding,), name="cargohold-tokenizer", daemon=True
+            )
+            _preloads[encoding] = thread
+            thread.start()
+    return thread
 
 
 def count_tokens(text: str, encoding: str = "o200k_base") -> int | None:

@@ -98,6 +98,7 @@ from pydantic import BaseModel, ValidationError
 
 from cargohold import __version__
 from cargohold._errors import CargoholdError, UsageError
+from cargohold._tokens import preload
 from cargohold.mcp._arguments import Unresolved, resolve_arguments
 from cargohold.mcp._content import (
     ResultPolicy,
@@ -556,6 +557,7 @@ class Proxy:
         Raises:
             UpstreamError: the upstream server could not be started (``upstream_unavailable``).
         """
+        preload()  # the tokenizer loads while the upstream starts: no first stub waits for it
         failure: UpstreamError | None = None
         async with anyio.create_task_group() as tasks:
             await tasks.start(self._link.run)

@@ -31,6 +31,7 @@ from mcp_types import (
 )
 
 from cargohold import __version__
+from cargohold._tokens import preload
 from cargohold.mcp._readtools import (
     ARTIFACT_TEMPLATE,
     RESOURCE_BOUND,
@@ -69,6 +70,7 @@ def build_read_server(
         resource_bound: The most bytes one ``resources/read`` returns (1 MiB at most).
     """
     scoping = Scoping(hold, per_session=per_session)
+    preload()  # in the background: a patch's first stub never waits for the tokenizer
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
