@@ -691,3 +691,26 @@ def test_calls_passed_back_as_sdk_objects_still_name_the_tools_of_their_results(
             assert text == original
         elif parse_compact_stub(text, key=hold.store.marker_key()) is not None:
             assert "| tool read_file |" in text
+
+
+def test_an_agent_derived_with_its_own_policy_compacts_by_it_and_its_parent_by_the_settings(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text("compaction_keep_last = 5\n")
+    given = request("openai-chat", turns([6000] * 12))
+    with cargohold.open("memory://", session="s", config_file=config) as hold:
+        trigger = _tokens(hold, "openai-chat", given)
+        override = CompactionPolicy(trigger_tokens=trigger, keep_last=1, clear_at_least=2_000)
+        worker = hold.derive(agent="worker", compaction=override)
+        grandchild = worker.derive(agent="reviewer")  # inherits its parent's override
+
+        _, mine = worker.compact(given, format="openai-chat")
+        _, inherited = grandchild.compact(given, format="openai-chat")
+        _, configured = hold.compact(given, format="openai-chat")
+
+        assert mine.cleared == inherited.cleared == 11  # keep_last 1
+        assert configured.changed is False  # the default trigger, 100,000, is far away
+        with pytest.raises(UsageError):
+            # a mapping where a policy belongs: the mistake under test, so no type check passes it
+            hold.derive(agent="x", compaction={"keep_last": 1})  # type: ignore[arg-type]

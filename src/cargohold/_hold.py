@@ -185,6 +185,7 @@ class Hold:
     """
 
     __slots__ = (
+        "_compaction",
         "_guard",
         "_offloader",
         "_reader",
@@ -204,9 +205,11 @@ class Hold:
         reporter: Reporter,
         summary: RunSummary,
         ttl: float | None,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         settings = shared.settings
         self._shared = shared
+        self._compaction = compaction  # this agent's override of the configured policy
         self._scoped = ScopedStore(shared.store, scope)
         self._reporter = reporter
         self._summary = summary
@@ -287,12 +290,15 @@ class Hold:
         task: str | None = None,
         worker: str | None = None,
         agent: str | None = None,
+        compaction: CompactionPolicy | None = None,
     ) -> Hold:
         """A hold for another session, task or agent of the same tenant and user.
 
         Cheap: it shares the store's connections, the worker pool, the settings and the run
         summary. With ``agent``, its events name that agent, with this hold's agent as parent
-        and one more level of depth (the sequence stays one across the tree).
+        and one more level of depth (the sequence stays one across the tree). With
+        ``compaction``, its :meth:`compact` applies that policy instead of this hold's (a
+        per-agent override of the configured ``compaction_*`` settings).
         """
         current = self.scope
         scope = Scope(
@@ -303,8 +309,20 @@ class Hold:
             worker=current.worker if worker is None else worker,
             agent=current.agent if agent is None else agent,
         )
+        if compaction is not None:
+            from cargohold.compact import CompactionPolicy
+
+            if not isinstance(compaction, CompactionPolicy):
+                raise UsageError("compaction must be a cargohold.CompactionPolicy")
         reporter = self._reporter if agent is None else self._reporter.child(agent)
-        return Hold(self._shared, scope, reporter=reporter, summary=self._summary, ttl=self._ttl)
+        return Hold(
+            self._shared,
+            scope,
+            reporter=reporter,
+            summary=self._summary,
+            ttl=self._ttl,
+            compaction=self._compaction if compaction is None else compaction,
+        )
 
     def for_session(self, session: str, *, agent: str | None = None) -> Hold:
         """:meth:`derive` for a framework's run id (a thread id, a session id)."""
@@ -458,7 +476,8 @@ class Hold:
                 ``create`` arguments, Anthropic ``messages.create`` arguments), or a list of
                 LangChain messages (or a mapping whose ``messages`` key holds one).
             format: ``openai-chat``, ``openai-responses``, ``anthropic`` or ``langchain``.
-            policy: The policy; the configured one (``compaction_*`` settings) when omitted.
+            policy: The policy; when omitted, this hold's (see :meth:`derive`), else the
+                configured one (``compaction_*`` settings).
 
         Returns:
             The compacted request and a :class:`cargohold.CompactionReport`.
@@ -469,7 +488,7 @@ class Hold:
         from cargohold.compact import CompactionPolicy, compact_request
 
         if policy is None:
-            policy = CompactionPolicy.from_settings(self._shared.settings)
+            policy = self._compaction or CompactionPolicy.from_settings(self._shared.settings)
         return compact_request(
             request,
             format=format,
