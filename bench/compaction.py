@@ -44,6 +44,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -68,6 +69,7 @@ MIN_RESULT_BYTES = 2 * KiB
 TRIGGER_TOKENS = 100_000
 """Anthropic's ``clear_tool_uses_20250919`` trigger and cargohold's default alike."""
 KEEP = 3
+_REF = re.compile(r"artifact://sha256/[0-9a-f]{64}")
 PLACEHOLDER = "[tool result cleared to save context]"
 """What arm (d) puts where a cleared result was: the result is gone."""
 CACHE_READ = 0.1
@@ -305,6 +307,7 @@ class Arm:
     total_tokens: int = 0
     prefix_breaks: int = 0
     cache_weighted: float = 0.0
+    compactions: int = 0
     cleared: int = 0
     read_back: int = 0
     bytes_lost: int = 0
@@ -338,6 +341,7 @@ class Arm:
             "total_input_tokens": self.total_tokens,
             "prefix_breaks": self.prefix_breaks,
             "cache_weighted_tokens": round(self.cache_weighted),
+            "compactions": self.compactions,
             "cleared": self.cleared,
             "read_back_exact": self.read_back,
             "bytes_lost": self.bytes_lost,
@@ -487,15 +491,11 @@ def _replay(
     held_texts = list(raw_texts)
     compacted: list[dict[str, Any]] = [task]
     compacted_texts = list(raw_texts)
-    originals: dict[str, bytes] = {}  # digest -> the exact bytes a tool returned
-    cleared_refs: dict[str, None] = {}
 
     for index, turn in enumerate(run):
         began = time.perf_counter()
         call = _assistant(turn)
         call_text = _entry(call)
-        data = turn.text.encode("utf-8")
-        originals[hashlib.sha256(data).hexdigest()] = data
 
         # (a) and (d): the result as it came.
         answer = _result(turn, turn.text)
@@ -526,31 +526,33 @@ def _replay(
         compacted_texts += [call_text, answer_text]
         request = {"system": SYSTEM, "tools": agent_tools + read_tools, "messages": compacted}
         out, report = hold.compact(request, format="anthropic", policy=policy)
+        arms["c"].compactions += report.compactions
         messages = list(out["messages"])
         compacted_texts = [
             text if new is old else _entry(new)
             for new, old, text in zip(messages, compacted, compacted_texts, strict=True)
         ]
         compacted = messages
-        for ref in report.refs:
-            cleared_refs[str(ref)] = None
         arms["c"].measure(head_held, compacted_texts, counter)
         arms["c"].seconds += time.perf_counter() - began
         if progress is not None and (index + 1) % 20 == 0:
             progress(f"  turn {index + 1}: (c) {arms['c'].total_tokens:,} tokens so far")
 
-    # (c)'s way back: every cleared result, read through artifact_read, is the tool's bytes.
+    # (c)'s way back: each result the last request holds other than (b) does is a compact
+    # stub, and its reference read through artifact_read is the bytes the tool returned.
     began = time.perf_counter()
     arm = arms["c"]
-    arm.cleared = len(cleared_refs)
-    for ref in cleared_refs:
-        digest = ref.rsplit("/", 1)[-1]
-        expected = originals.get(digest)
-        got = _read_back(hold, ref)
-        if expected is not None and got == expected:
+    for index, turn in enumerate(run):
+        at = 2 + 2 * index  # the task, then a call and its result per turn
+        if compacted[at] is held[at]:
+            continue
+        arm.cleared += 1
+        expected = turn.text.encode("utf-8")
+        found = _REF.search(compacted[at]["content"][0]["content"])
+        if found is not None and _read_back(hold, found.group()) == expected:
             arm.read_back += 1
         else:
-            arm.bytes_lost += len(expected) if expected is not None else len(got or b"") or 1
+            arm.bytes_lost += len(expected)
     arm.seconds += time.perf_counter() - began
     return Figures(
         turns=len(run),
