@@ -924,3 +924,32 @@ def test_gc_removes_a_blob_row_no_record_names(
     assert dry.blobs == report.blobs == 1
     assert store.verify() == []
     assert store.store_usage() == Usage(1, len(b"kept"))
+
+
+def test_a_server_still_starting_up_or_recovering_is_waited_for_within_the_timeout(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a server answers during crash recovery, twice, then the real connection: the open
+    # waits it out (a refusal, by contrast, fails at once: see the command line test above).
+    import psycopg
+
+    from cargohold.store import _postgres
+
+    real = psycopg.connect
+    answers = [
+        "FATAL:  the database system is in recovery mode",
+        "FATAL:  the database system is starting up",
+    ]
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        if answers:
+            raise psycopg.OperationalError(answers.pop(0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_postgres.psycopg, "connect", connect)
+    store = PostgresStore(store_url, timeout=30)
+    try:
+        assert answers == []
+        assert ScopedStore(store, ALICE).put(b"after the recovery").existing is False
+    finally:
+        store.close()

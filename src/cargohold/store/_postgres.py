@@ -1510,19 +1510,42 @@ def _connect(url: str, timeout: float = 30.0) -> _Conn:
     except psycopg.Error as exc:
         raise ConfigError("the PostgreSQL store URL cannot be parsed") from exc
     wait = max(1, min(int(timeout), 30))
-    try:
-        return psycopg.connect(
-            url,
-            autocommit=True,
-            connect_timeout=wait,
-            application_name="cargohold",
-        )
-    except psycopg.OperationalError as exc:
-        raise StoreUnavailableError(
-            f"the PostgreSQL store at {_where(params)} cannot be reached: {_cause(exc, wait)}"
-        ) from exc
-    except psycopg.Error as exc:
-        raise _translate(exc) from exc
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        try:
+            return psycopg.connect(
+                url,
+                autocommit=True,
+                connect_timeout=wait,
+                application_name="cargohold",
+            )
+        except psycopg.OperationalError as exc:
+            # A server starting up, recovering from a crash or out of connection slots says so
+            # and will take connections shortly: waited for, within the timeout, as the pool
+            # would. A refusal, a name that does not resolve, refused credentials: at once.
+            if _transient(exc) and time.monotonic() + delay < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            raise StoreUnavailableError(
+                f"the PostgreSQL store at {_where(params)} cannot be reached: {_cause(exc, wait)}"
+            ) from exc
+        except psycopg.Error as exc:
+            raise _translate(exc) from exc
+
+
+_TRANSIENT_STATES = frozenset({"57P03", "53300"})
+"""cannot_connect_now (starting up, in recovery, shutting down) and too_many_connections."""
+_TRANSIENT_TEXT = ("too many clients", "starting up", "in recovery mode", "shutting down")
+
+
+def _transient(exc: psycopg.OperationalError) -> bool:
+    """Whether the server said it cannot take a connection *now* (it will soon)."""
+    if exc.sqlstate in _TRANSIENT_STATES:
+        return True
+    text = str(exc).lower()
+    return any(needle in text for needle in _TRANSIENT_TEXT)
 
 
 def _where(params: dict[str, Any]) -> str:
