@@ -219,3 +219,81 @@ def test_claude_codes_artifact_grep_through_cargohold_mcp_returns_the_exact_line
     grep_result = final[-1][1]
     numbers = re.findall(r"\b(2999\d\d)\b", grep_result)
     assert numbers == [str(n) for n in range(299900, 300000)]
+
+
+CALLS = 40
+
+
+def seq_lines(call: int) -> int:
+    """`seq 1 N` for call ``call``: 8.9 KB to 24 KB, below Claude Code's spill size and the
+    32 KiB heavy threshold, so only compaction keeps them out."""
+    return 2000 + call * 75
+
+
+def many_calls_script(request: dict[str, Any]) -> list[dict[str, Any]]:
+    done = len(tool_results(request))
+    if done >= CALLS:
+        return [{"type": "text", "text": "all forty ran"}]
+    command = {"command": f"seq 1 {seq_lines(done)}", "description": f"Step {done}"}
+    return [{"type": "tool_use", "id": f"toolu_{done:02d}", "name": "Bash", "input": command}]
+
+
+def test_a_forty_call_claude_code_run_of_medium_outputs_is_compacted_losslessly(
+    tmp_path: Path,
+) -> None:
+    binary = claude()
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    config_file = tmp_path / "cargohold.toml"
+    config_file.write_text("compaction_trigger_tokens = 30000\ncompaction_clear_at_least = 5000\n")
+    fake = FakeProvider(anthropic_reply=many_calls_script)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "ANTHROPIC_API_KEY": "sk-ant-fake-key-for-the-fake-provider",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    with (
+        cargohold.open(
+            "memory://", tenant="t", user="u", session="cc", config_file=config_file
+        ) as hold,
+        serve(fake.app()) as upstream,
+        serve(
+            build_app(
+                hold,
+                GatewayConfig(
+                    upstream=upstream,
+                    compact=True,
+                    tool_results=home / ".claude" / "projects",
+                    timeout=60,
+                ),
+            )
+        ) as url,
+    ):
+        env["ANTHROPIC_BASE_URL"] = url
+        done = subprocess.run(
+            [str(binary), "-p", "Run the forty steps.", "--allowedTools", "Bash"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+        answered = [r.json() for r in fake.received if r.path.endswith("/v1/messages")]
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "all forty ran" in done.stdout
+        last = tool_results(answered[-1])
+        assert len(last) == CALLS
+        cleared = [(call, text) for call, text in enumerate(last) if REF.search(text)]
+        assert len(cleared) >= 10
+        assert REF.search(last[-1]) is None  # the newest results are kept as they are
+        for call, stub in cleared:
+            (ref,) = set(REF.findall(stub))
+            read = hold.read(ref, length=1024 * 1024, budget=1024 * 1024)
+            expected = "".join(f"{i}\n" for i in range(1, seq_lines(call) + 1))
+            assert read.content is not None
+            assert read.content.rstrip("\n") == expected.rstrip("\n")
