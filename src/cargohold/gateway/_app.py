@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,9 +82,10 @@ class GatewayConfig:
             sees the connection end before the response does).
     """
 
-    upstream: str | None = None
+    # Never in the repr: a URL may carry credentials, a folder is a path.
+    upstream: str | None = field(default=None, repr=False)
     compact: bool = False
-    tool_results: Path | None = DEFAULT_FOLDER
+    tool_results: Path | None = field(default=DEFAULT_FOLDER, repr=False)
     timeout: float = 600.0
     max_request_bytes: int = 64 * 1024 * 1024
     max_response_bytes: int = 512 * 1024 * 1024

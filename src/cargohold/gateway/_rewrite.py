@@ -66,7 +66,7 @@ class Rewriter:
 
     compact: bool = False
     policy: CompactionPolicy | None = None
-    tool_results: Path | None = None
+    tool_results: Path | None = field(default=None, repr=False)  # a path: not in the repr
     cache_size: int = 4096
     recheck_seconds: float = 30.0
     _stubs: OrderedDict[_CacheKey, tuple[str, str, float]] = field(
