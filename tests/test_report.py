@@ -196,3 +196,15 @@ def test_cargohold_report_writes_the_page_of_a_demo_run(tmp_path: Path) -> None:
     shown = _cli(tmp_path, "report")
     assert shown.exit_code == 0, shown.output
     assert "largest artifacts" in shown.stdout
+
+
+def test_the_demo_ends_by_writing_its_report_and_saying_where(tmp_path: Path) -> None:
+    demo = _cli(tmp_path, "demo")
+
+    assert demo.exit_code == 0, demo.output
+    page = tmp_path / "demo-report.html"
+    assert str(page) in demo.stdout.replace("\n", "")
+    text = page.read_text()
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in text
+    assert "log-analyst" in text  # the demo's sub-agent, in the tree

@@ -10,9 +10,11 @@ story: nothing a previous run stored is "already stored" in it.
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -24,6 +26,7 @@ from cargohold.cli._render import program
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from cargohold._events import DecisionEvent
     from cargohold._offload import OffloadResult
     from cargohold._rehydrate import RehydrateResult
 
@@ -130,6 +133,21 @@ def _answer_excerpt(console: Console, result: RehydrateResult, lines: int) -> No
         console.print(f"   [dim]│[/] {escape(clip(line))}", soft_wrap=True, highlight=False)
 
 
+def _write_report(path: Path, events: list[DecisionEvent]) -> Path | None:
+    """Write the run report of ``events`` at ``path`` (0600, beside the events log); ``None``
+    when it cannot be written (the demo's story does not depend on it)."""
+    from cargohold.report import build_report, render_html
+
+    page = render_html(build_report([event.as_dict() for event in events]))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(page)
+    except OSError:
+        return None
+    return path
+
+
 @click.command()
 def demo() -> None:
     """Run a scripted agent on the embedded store and show what cargohold does, in one screen.
@@ -153,7 +171,7 @@ def demo() -> None:
     from cargohold._offload import HEAVY_THRESHOLD, Offloader
     from cargohold._rehydrate import DEFAULT_READ_BUDGET, Rehydrator
     from cargohold._scope import Scope
-    from cargohold._sinks import RunSummary
+    from cargohold._sinks import ListSink, RunSummary
     from cargohold._stub import Budget
 
     app = get_app()
@@ -163,7 +181,8 @@ def demo() -> None:
     settings = app.settings
     session = demo_session()
     scoped = ScopedStore(app.store, Scope(settings.tenant, settings.user, session))
-    agent = Reporter([app.events_sink, summary], agent_id="demo-agent")
+    recorded = ListSink()  # this run's events, for its report
+    agent = Reporter([app.events_sink, summary, recorded], agent_id="demo-agent")
     # The story's own settings, whatever the configuration says: the same story on every run.
     offloader = Offloader(
         scoped,
@@ -281,6 +300,10 @@ def demo() -> None:
     console.print(
         f"Every decision is one event in the events log: [dim]{program()} events --tail 10[/]"
     )
+    page = _write_report(app.events_path.parent / "demo-report.html", recorded.events)
+    if page is not None:
+        console.print(f"The run's report, a page that needs no network: [bold]{page}[/]")
+        console.print(f"Its figures in the terminal: [dim]{program()} report[/]")
     if not (settings.store or "").startswith("memory:"):  # a memory store is gone at exit
         command = f"{program()} --session {session} grep {log.ref.digest[:_PREFIX_SHOWN]} WARN"
         same_store = "" if app.default_store else " (name the same store)"
