@@ -26,6 +26,11 @@ CLAUDE_CODE_VERSION := 2.1.332
 CLAUDE_CODE_PREFIX ?= $(HOME)/.cache/cargohold-test/claude-code-$(CLAUDE_CODE_VERSION)
 export CLAUDE_CODE_PREFIX
 CLAUDE_CODE_STAMP := $(CLAUDE_CODE_PREFIX)/.installed
+# Codex CLI, likewise (tests/test_gateway_codex.py).
+CODEX_VERSION := 0.171.0
+CODEX_PREFIX ?= $(HOME)/.cache/cargohold-test/codex-$(CODEX_VERSION)
+export CODEX_PREFIX
+CODEX_STAMP := $(CODEX_PREFIX)/.installed
 
 .PHONY: demo test lint typecheck pytest bench clean mcp-servers
 
@@ -64,7 +69,18 @@ typecheck: $(DEV_STAMP)
 pytest: $(DEV_STAMP) mcp-servers
 	$(BIN)/python -m pytest
 
-mcp-servers: $(MCP_STAMP) $(CLAUDE_CODE_STAMP)
+mcp-servers: $(MCP_STAMP) $(CLAUDE_CODE_STAMP) $(CODEX_STAMP)
+
+$(CODEX_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "cargohold: installing Codex CLI $(CODEX_VERSION) for the gateway's test (first run only)"; \
+		npm install --prefix "$(CODEX_PREFIX)" --no-audit --no-fund --loglevel=error \
+			@openai/codex@$(CODEX_VERSION) \
+		&& touch "$@" \
+		|| echo "cargohold: npm install failed: the Codex test will skip (fail under CI)"; \
+	else \
+		echo "cargohold: npm not found: the Codex test will skip (fail under CI)"; \
+	fi
 
 $(CLAUDE_CODE_STAMP):
 	@if command -v npm >/dev/null 2>&1; then \

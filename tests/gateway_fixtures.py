@@ -51,6 +51,8 @@ class FakeProvider:
     # The content of an Anthropic answer, from the request (a scripted agent's next step);
     # by default one tool_use block.
     anthropic_reply: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+    # The output items of a Responses answer, likewise; by default one function_call.
+    responses_reply: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def app(self) -> Starlette:
@@ -84,7 +86,10 @@ class FakeProvider:
         if path.endswith("/chat/completions"):
             return self._sse(_chat_events()) if stream else _json(_chat_completion())
         if path.endswith("/responses"):
-            return self._sse(_responses_events()) if stream else _json(_response("completed"))
+            output = None if self.responses_reply is None else self.responses_reply(payload)
+            if stream:
+                return self._sse(_responses_events(output))
+            return _json(_response("completed", output))
         return Response(b"not found", status_code=404)
 
     def _sse(self, events: list[tuple[str | None, Any]]) -> StreamingResponse:
@@ -200,8 +205,8 @@ def _chat_events() -> list[tuple[str | None, Any]]:
     ]
 
 
-def _response(status: str) -> dict[str, Any]:
-    output = [
+def _response(status: str, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    output = items or [
         {
             "type": "function_call",
             "id": "fc_1",
@@ -224,8 +229,11 @@ def _response(status: str) -> dict[str, Any]:
     }
 
 
-def _responses_events() -> list[tuple[str | None, Any]]:
-    return [
+def _responses_events(
+    items: list[dict[str, Any]] | None = None,
+) -> list[tuple[str | None, Any]]:
+    done = _response("completed", items)
+    events: list[tuple[str | None, Any]] = [
         (
             "response.created",
             {
@@ -233,16 +241,26 @@ def _responses_events() -> list[tuple[str | None, Any]]:
                 "sequence_number": 0,
                 "response": _response("in_progress"),
             },
-        ),
-        (
-            "response.completed",
-            {
-                "type": "response.completed",
-                "sequence_number": 1,
-                "response": _response("completed"),
-            },
-        ),
+        )
     ]
+    for index, item in enumerate(done["output"]):
+        events.append(
+            (
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": index + 1,
+                    "output_index": index,
+                    "item": item,
+                },
+            )
+        )
+    completed = {
+        "type": "response.completed",
+        "sequence_number": len(events),
+        "response": done,
+    }
+    return [*events, ("response.completed", completed)]
 
 
 @contextmanager

@@ -246,7 +246,7 @@ def test_openai_responses_sdk_sync_and_stream_forward_the_stub(gw: Rig) -> None:
     ]
 
     assert response.output[0].type == "function_call"
-    assert events == ["response.created", "response.completed"]
+    assert events == ["response.created", "response.output_item.done", "response.completed"]
     first, second = (r.json()["input"][2]["output"] for r in gw.fake.received[-2:])
     assert first == second
     assert_stub_reads_back(gw, first, body)
