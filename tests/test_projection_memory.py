@@ -1,4 +1,5 @@
-"""A projection's peak memory stays under 1.5x the body it reads (issue 27: an offload at most 3x).
+"""A projection's peak memory stays under 1.5x the body it reads, NDJSON's under 2x (issue 27: an
+offload at most 3x).
 
 Measured with tracemalloc (Python's own allocations, which is where copies of a body go: a
 decoded copy, a ``rstrip`` or ``rsplit`` of it, a list of its lines), over a body of 4 MiB, so
@@ -7,6 +8,7 @@ that a single copy of the body stands out of everything else a projector allocat
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -33,6 +35,14 @@ BODIES = {
         _repeated((FIXTURES / "cargohold_conformance.py.txt").read_bytes()),
         "text/x-python",
     ),
+    "ndjson": (
+        b"".join(
+            b'{"id":%d,"status":"%s","total":%d.25,"note":"line %d of the export"}\n'
+            % (n, (b"paid", b"open", b"void")[n % 3], n % 977, n)
+            for n in range(SIZE // 72)
+        ),
+        "application/x-ndjson",
+    ),
 }
 
 
@@ -52,4 +62,22 @@ def test_projection_peak_memory_stays_under_the_body_size(kind: str) -> None:
     data, media = BODIES[kind]
     media_type = media or "text/plain"
     assert detect(data, media_type=media_type).kind == kind
-    assert _peak(data, media_type) < len(data) * 1.5
+    # NDJSON keeps the list of its lines (a record's line and byte are stated): half the body
+    # again, and its records are parsed a chunk at a time on top of it.
+    limit = 2.0 if kind == "ndjson" else 1.5
+    assert _peak(data, media_type) < len(data) * limit
+
+
+def test_ndjson_records_past_the_first_parsed_chunk_are_named_at_their_own_byte() -> None:
+    data, media_type = BODIES["ndjson"]
+    preview = project(data, media_type=media_type, budget=BUDGET).preview
+    stated = {
+        what: (int(line.replace(",", "")), int(at.replace(",", "")))
+        for what, line, at in re.findall(
+            r"^(first|last) record \(line ([\d,]+), byte ([\d,]+)\)", preview, re.M
+        )
+    }
+    lines = data.split(b"\n")
+    for what, (line, at) in stated.items():
+        assert at == sum(len(x) + 1 for x in lines[: line - 1]), what
+    assert set(stated) == {"first", "last"}
