@@ -79,6 +79,7 @@ def test_every_configuration_key_is_in_the_readme_settings_table_with_its_variab
     unnamed = [key for key in keys if key in table and f"CARGOHOLD_{key.upper()}" not in table[key]]
     assert missing == []
     assert unnamed == []
+    assert [key for key in table if key not in keys] == []  # none renamed or gone
 
 
 @pytest.fixture(autouse=True)
