@@ -277,6 +277,13 @@ async def _rewrite(
         return _error(provider, 400, "context_leak", str(exc))
     except ContextWindowExceededError as exc:
         return _error(provider, 400, "context_window_exceeded", str(exc))
+    except CargoholdError as exc:
+        # Anything else the hold refused (a compaction that does not read back, a store
+        # failure the offloader did not absorb): the request is not forwarded, and only the
+        # error's category reaches the client, not its text.
+        return _error(
+            provider, 500, "rewrite_failed", f"the request could not be rewritten ({exc.code})"
+        )
     if forwarded is parsed:
         return body  # nothing rewritten: the client's bytes, exactly
     return _dumps(forwarded)
