@@ -208,3 +208,44 @@ def test_the_demo_ends_by_writing_its_report_and_saying_where(tmp_path: Path) ->
     for section in SECTIONS:
         assert f'<section id="{section}">' in text
     assert "log-analyst" in text  # the demo's sub-agent, in the tree
+
+
+def test_the_served_report_is_rebuilt_from_the_log_on_every_load(tmp_path: Path) -> None:
+    import threading
+    import urllib.request
+
+    from cargohold.cli._report import serve_report
+
+    events = _canary_run()
+    log = tmp_path / "events.jsonl"
+    log.write_text(json.dumps(events[0]) + "\n")
+
+    def page() -> str:
+        lines = log.read_text().splitlines()
+        return render_html(build_report([json.loads(line) for line in lines]), refresh=5)
+
+    bound: list[Any] = []
+    listening = threading.Event()
+
+    def ready(port: int, stop: Any) -> None:
+        bound.extend([port, stop])
+        listening.set()
+
+    server = threading.Thread(target=serve_report, args=(page,), kwargs={"ready": ready})
+    server.start()
+    try:
+        assert listening.wait(10)
+        url = f"http://127.0.0.1:{bound[0]}/"
+        with urllib.request.urlopen(url, timeout=10) as first:
+            before = first.read().decode()
+        log.write_text("".join(json.dumps(event) + "\n" for event in events))
+        with urllib.request.urlopen(url, timeout=10) as second:
+            after = second.read().decode()
+    finally:
+        if bound:
+            bound[1]()
+        server.join(10)
+    assert '<meta http-equiv="refresh" content="5">' in before
+    assert "1 decision event (" in before
+    assert f"{len(events)} decision events" in after
+    _assert_no_canary(after)

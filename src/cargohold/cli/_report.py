@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -23,8 +24,19 @@ from cargohold.cli._context import get_app
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report as one self-contained HTML page here.",
 )
-@click.option("--open", "open_page", is_flag=True, help="Open the page (--html) in a browser.")
-def report(log_file: Path | None, out: Path | None, open_page: bool) -> None:
+@click.option("--open", "open_page", is_flag=True, help="Open the page in a browser.")
+@click.option(
+    "--serve",
+    "port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    is_flag=False,
+    flag_value=8765,
+    metavar="[PORT]",
+    help="Serve the page on 127.0.0.1 (port 8765 by default), rebuilt from the log on every "
+    "load and reloaded by the browser every 5 s, while a run goes on. Ctrl-C stops it.",
+)
+def report(log_file: Path | None, out: Path | None, open_page: bool, port: int | None) -> None:
     """Show where the context went: bytes per tool against what entered the context, the agent
     tree as a timeline, read-backs, refusals, guard stops and compactions, the largest artifacts.
 
@@ -36,6 +48,7 @@ def report(log_file: Path | None, out: Path | None, open_page: bool) -> None:
     Examples:
       cargohold report
       cargohold report --events run.jsonl --html report.html --open
+      cargohold report --serve --open
     """
     from rich.console import Console
 
@@ -43,11 +56,27 @@ def report(log_file: Path | None, out: Path | None, open_page: bool) -> None:
     from cargohold.report import build_report, render_html, render_terminal
 
     path = log_file or get_app().events_path
+    if port is not None:
+
+        def page() -> str:
+            log = _load_events(path, named=log_file is not None)
+            return render_html(build_report(log.events, skipped=log.skipped), refresh=5)
+
+        page()  # a log that cannot be read fails now, not on the first load
+
+        def ready(bound: int, stop: Callable[[], None]) -> None:
+            url = f"http://127.0.0.1:{bound}/"
+            click.echo(f"cargohold: serving the report at {url} (Ctrl-C stops)", err=True)
+            if open_page:
+                webbrowser.open(url)
+
+        serve_report(page, port=port, ready=ready)
+        return
     log = _load_events(path, named=log_file is not None)
     built = build_report(log.events, skipped=log.skipped)
     if out is None:
         if open_page:
-            raise click.UsageError("--open needs --html OUT")
+            raise click.UsageError("--open needs --html OUT or --serve")
         render_terminal(built, Console(highlight=False, soft_wrap=True))
         return
     try:
@@ -61,3 +90,40 @@ def report(log_file: Path | None, out: Path | None, open_page: bool) -> None:
     click.echo(str(out))
     if open_page:
         webbrowser.open(out.resolve().as_uri())
+
+
+def serve_report(
+    load: Callable[[], str],
+    *,
+    port: int = 0,
+    ready: Callable[[int, Callable[[], None]], None] | None = None,
+) -> None:
+    """Serve the page ``load()`` renders, afresh on every request, on 127.0.0.1 only, until
+    interrupted. ``ready`` is called with the bound port and a function that stops the server
+    (from another thread) once it listens."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path not in ("/", "/index.html"):
+                self.send_error(404)
+                return
+            page = load().encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return  # no request log: a quiet loopback page
+
+    # Loopback only: the page is the caller's own run, never offered to the network.
+    with ThreadingHTTPServer(("127.0.0.1", port), Handler) as server:
+        if ready is not None:
+            ready(server.server_address[1], server.shutdown)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            return

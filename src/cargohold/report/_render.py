@@ -102,17 +102,28 @@ def _timeline(report: RunReport) -> str:
     return "".join(parts)
 
 
-def render_html(report: RunReport, *, title: str = "cargohold run report") -> str:
-    """The whole report as one self-contained HTML page (no script, no external resource)."""
+def render_html(
+    report: RunReport, *, title: str = "cargohold run report", refresh: int | None = None
+) -> str:
+    """The whole report as one self-contained HTML page (no script, no external resource).
+
+    Args:
+        report: What to draw.
+        title: The page's title and heading.
+        refresh: Seconds after which the browser loads the page again (``cargohold report
+            --serve``: a run going on); ``None``: a page that stays as written.
+    """
+    again = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
     p: list[str] = [
         "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
+        f'<html lang="en"><head><meta charset="utf-8">{again}',
         '<meta name="viewport" content="width=device-width,initial-scale=1">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">",
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">{report.events:,} decision events (sequence '
+        f'<p class="muted">{report.events:,} decision event{"" if report.events == 1 else "s"}'
+        " (sequence "
         f"{report.first_sequence:,} to {report.last_sequence:,})"
         + (f", {report.skipped:,} lines skipped" if report.skipped else "")
         + f". Every row: {_cmd('cargohold events')}.</p>",
