@@ -505,3 +505,19 @@ def test_an_invalid_session_header_is_refused_and_not_forwarded(gw: Rig) -> None
     assert answer.status_code == 400
     assert answer.json()["error"]["message"].count("invalid_session") == 1
     assert gw.fake.received == []
+
+
+def test_a_restarted_gateway_on_the_same_store_forwards_the_same_bytes() -> None:
+    fake = FakeProvider()
+    request = {"model": "claude-fake", "max_tokens": 8, "messages": anthropic_history(heavy_log())}
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw") as hold,
+        serve(fake.app()) as upstream,
+    ):
+        for _ in range(2):  # each a new gateway: its map of stubs starts empty
+            with serve(build_app(hold, GatewayConfig(upstream=upstream))) as url:
+                assert httpx.post(url + "/v1/messages", json=request).status_code == 200
+
+    first, second = (r.body for r in fake.received)
+    assert first == second
+    assert REF.search(first.decode())
