@@ -16,8 +16,10 @@ import pytest
 import cargohold
 from cargohold import CompactionPolicy, Hold, ListSink, UsageError
 from cargohold._stub import COMPACT_STUB_BYTES, parse_compact_stub, parse_stub
+from cargohold.guard import count_request_tokens, estimate_request_tokens
 from compact_fixtures import (
     FORMATS,
+    Turn,
     calls_of,
     dump,
     read_back,
@@ -43,10 +45,10 @@ def hold(sink: ListSink) -> Iterator[Hold]:
 
 
 def _tokens(hold: Hold, fmt: str, built: Any) -> int:
-    """The estimate compaction compares with its trigger (read from a report)."""
-    return hold.compact(built, format=fmt, policy=CompactionPolicy(trigger_tokens=10**9))[
-        1
-    ].tokens_before
+    """The tokens compaction compares with its trigger (read from a report: a trigger it is
+    over, so they are counted, and nothing old enough to clear)."""
+    policy = CompactionPolicy(trigger_tokens=1, keep_last=10**6)
+    return hold.compact(built, format=fmt, policy=policy)[1].tokens_before
 
 
 def _at_the_end(hold: Hold, fmt: str, built: Any, **changes: Any) -> CompactionPolicy:
@@ -714,3 +716,46 @@ def test_an_agent_derived_with_its_own_policy_compacts_by_it_and_its_parent_by_t
         with pytest.raises(UsageError):
             # a mapping where a policy belongs: the mistake under test, so no type check passes it
             hold.derive(agent="x", compaction={"keep_last": 1})  # type: ignore[arg-type]
+
+
+def _dense_csv(index: int, rows: int) -> str:
+    """A CSV of coordinates and ids, as GeoJSON and measurement exports run: about 2.5 bytes
+    a token, where the estimate assumes text's 4.35."""
+    lines = ["id,lat,lon,depth,station"]
+    for row in range(rows):
+        n = index * 100_003 + row * 7919
+        lines.append(f"{n % 99991},{n % 89.0:.5f},-{n % 179.0:.5f},{n % 713},S{n % 97:02d}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_dense_results_are_compacted_at_their_real_tokens_not_at_the_estimate(
+    hold: Hold, fmt: str
+) -> None:
+    history = [
+        Turn("read_csv", f"call_{i:03d}", {"path": f"part_{i}.csv"}, _dense_csv(i, 400))
+        for i in range(12)
+    ]
+    given = request(fmt, history)
+    counted = count_request_tokens(given, format=fmt)
+    estimated = estimate_request_tokens(given, format=fmt)
+    assert counted is not None
+    assert estimated < counted * 0.75  # the estimate undercounts them
+    trigger = (estimated + counted) // 2  # under the real count, over the estimate
+    policy = CompactionPolicy(trigger_tokens=trigger, keep_last=3, clear_at_least=2_000)
+
+    out, report = hold.compact(given, format=fmt, policy=policy)
+
+    assert report.counted
+    assert report.tokens_before >= trigger > report.tokens_after
+    assert report.cleared >= 1
+    texts = {turn.call_id: turn.result for turn in history}
+    key = hold.store.marker_key()
+    cleared = [
+        (call_id, info)
+        for call_id, text in results_of(fmt, out)
+        if (info := parse_compact_stub(text, key=key)) is not None
+    ]
+    assert len(cleared) == report.cleared
+    for call_id, info in cleared:
+        assert read_back(hold, info.ref) == texts[call_id].encode()

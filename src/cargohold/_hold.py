@@ -44,6 +44,7 @@ from cargohold._tools import ReadToolset, ToolAnswer
 
 if TYPE_CHECKING:
     from cargohold.compact import CompactionPolicy, CompactionReport
+    from cargohold.compact._memo import CompactionMemo
     from cargohold.guard import Guard, GuardReport
     from cargohold.projection import ProjectionClass
     from cargohold.store import StoreBackend
@@ -63,7 +64,16 @@ run's worst callback went from under 50 ms with one worker to 50-120 ms with two
 class _Shared:
     """What a hold shares with every hold derived from it: the store, the pool, the settings."""
 
-    __slots__ = ("_lock", "_pool", "closed", "max_workers", "owns_store", "settings", "store")
+    __slots__ = (
+        "_lock",
+        "_memo",
+        "_pool",
+        "closed",
+        "max_workers",
+        "owns_store",
+        "settings",
+        "store",
+    )
 
     def __init__(
         self, store: StoreBackend, settings: Settings, *, owns_store: bool, max_workers: int
@@ -73,6 +83,9 @@ class _Shared:
         self.owns_store = owns_store
         self.max_workers = max_workers
         self.closed = False
+        # Counts and compact stubs of earlier compactions, per scope (a stateless caller sends
+        # the same history every turn); shared by every hold derived, as the store is.
+        self._memo: CompactionMemo | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -83,6 +96,14 @@ class _Shared:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="cargohold")
             return self._pool
+
+    def compaction_memo(self) -> CompactionMemo:
+        with self._lock:
+            if self._memo is None:
+                from cargohold.compact._memo import CompactionMemo  # compaction loads lazily
+
+                self._memo = CompactionMemo()
+            return self._memo
 
     def close(self) -> None:
         with self._lock:
@@ -496,6 +517,7 @@ class Hold:
             offloader=self._offloader,
             reporter=self._reporter,
             key=self._marker_key(),
+            memo=self._shared.compaction_memo(),
         )
 
     def _marker_key(self) -> bytes | None:

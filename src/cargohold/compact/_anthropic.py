@@ -11,6 +11,7 @@ from typing import Any
 from cargohold.compact._model import (
     INPUT,
     RESULT,
+    Counter,
     Slot,
     body_of,
     cleared_input,
@@ -75,11 +76,11 @@ class AnthropicFormat:
                 blocks[part] = {**blocks[part], "input": cleared_input(stub)}
         return {**message, "content": blocks}
 
-    def tokens(self, message: Any) -> int:
-        return count(self.name, {self.key: [message]})
+    def tokens(self, message: Any, counter: Counter | None = None) -> int:
+        return count(self.name, {self.key: [message]}, counter)
 
-    def fixed_tokens(self, request: Any) -> int:
-        return count(self.name, {k: v for k, v in request.items() if k != self.key})
+    def fixed_tokens(self, request: Any, counter: Counter | None = None) -> int:
+        return count(self.name, {k: v for k, v in request.items() if k != self.key}, counter)
 
     def from_model(self, message: Any) -> bool:
         return isinstance(message, Mapping) and message.get("role") == "assistant"

@@ -5,8 +5,13 @@ caller (a gateway that sees the client's whole, uncompacted history on every tur
 stateful one (a loop that keeps the compacted history) get the same bytes:
 
 - The conversation is replayed message by message, as it grew. At each message the tokens so
-  far (the edge guard's estimate of the fixed part and of each message as it stands) are
-  compared with ``trigger_tokens``; below it nothing happens.
+  far (of the fixed part and of each message as it stands) are compared with
+  ``trigger_tokens``; below it nothing happens. The tokens are the real tokenizer's (o200k,
+  as the edge guard settles a request near the window) unless the edge guard's estimate of
+  the whole request, scaled by the top of its error band, stays below the trigger: dense
+  CSV, GeoJSON and logs run 2.5-3 bytes a token, so the estimate alone (about 4.35 for text)
+  would compact only at about 1.5 times the trigger. Counts are remembered (a hold's
+  :class:`~._memo.CompactionMemo`), so a history sent again is not counted again.
 - Over it, the candidates are the tool results after the last compaction point (the last
   result that already is a compact stub), but the newest ``keep_last``, of tools not
   excluded, of at least ``min_result_bytes`` and larger than a compact stub. When what
@@ -20,8 +25,11 @@ Clearing a result stores it first, through an offloader with the hold's store, s
 credential and classification policy, whatever its size (so the heavy threshold does not
 apply); a result the store refuses or fails stays as it is (nothing is lost, ever). A result
 that already is a stub or a recovered segment of this store is replaced by the compact stub of
-its own reference when that reads back, else kept. Messages are never removed or reordered,
-only their contents replaced, so every call keeps its result and every result its call.
+its own reference when that reads back, else kept. The memo remembers each compact stub made
+(checked by the body's SHA-256 before reuse), so a stateless caller's history of earlier
+cleared results costs a hash per result, not a store and a render. Messages are never removed
+or reordered, only their contents replaced, so every call keeps its result and every result
+its call.
 """
 
 from __future__ import annotations
@@ -56,13 +64,15 @@ from cargohold._stub import (
     render_compact_stub,
 )
 from cargohold._text import utf8_len
-from cargohold._tokens import estimate_tokens
+from cargohold._tokens import count_tokens, estimate_tokens
 from cargohold.compact._anthropic import AnthropicFormat
 from cargohold.compact._chat import ChatFormat
 from cargohold.compact._langchain import LangChainFormat
-from cargohold.compact._model import INPUT, RESULT, Format, Position, Slot
+from cargohold.compact._memo import CompactionMemo, Remembered, StubKey
+from cargohold.compact._model import INPUT, RESULT, Counter, Format, Position, Slot
 from cargohold.compact._policy import CompactionPolicy
 from cargohold.compact._responses import ResponsesFormat
+from cargohold.guard import ESTIMATE_BAND
 from cargohold.guard._guard import RequestFormat, _format
 from cargohold.projection import sniff_media_type
 
@@ -83,8 +93,9 @@ class CompactionReport:
 
     Attributes:
         format: The request format.
-        tokens_before: The edge guard's estimate of the request as given.
-        tokens_after: The same estimate of the request returned.
+        tokens_before: The tokens of the request as given: the real tokenizer's count, or
+            the edge guard's estimate when that decided (``counted`` false).
+        tokens_after: The same measure of the request returned.
         cleared: Tool results the returned request holds as compact stubs that the given one
             held whole (or as a larger stub or a segment).
         inputs_cleared: Tool call inputs cleared likewise (``clear_tool_inputs``).
@@ -95,6 +106,9 @@ class CompactionReport:
         kept: Results that were due to be cleared but stay as they are, because the store
             refused or failed them, or a stub's artifact no longer reads back.
         events: The ``compact`` events reported, one per new compaction point.
+        counted: Whether the tokens are the real tokenizer's count (the estimate was within
+            its error of the trigger, or over it) rather than the estimate (far below it, or
+            no tokenizer installed).
     """
 
     format: RequestFormat
@@ -106,6 +120,7 @@ class CompactionReport:
     compactions: int = 0
     kept: int = 0
     events: tuple[DecisionEvent, ...] = field(default=(), repr=False)
+    counted: bool = False
 
     @property
     def changed(self) -> bool:
@@ -146,12 +161,46 @@ class _Run:
         policy: CompactionPolicy,
         offloader: Offloader,
         key: bytes | None,
+        memo: CompactionMemo | None,
+        counter: Counter | None,
     ) -> None:
         self.fmt = fmt
         self.policy = policy
         self.offloader = offloader
         self.clearer = clearing_offloader(offloader)
         self.key = key
+        self.memo = memo
+        self.counter = counter
+        scope = offloader.store.scope
+        self.scope = (scope.tenant, scope.user, scope.session)
+        self.read_tools = offloader.read_tools
+
+    def saving(self, slot: Slot) -> int:
+        """The tokens clearing ``slot`` would save (its body's, less a compact stub's)."""
+        counted = None if self.counter is None else self.counter(slot.body)
+        tokens = estimate_tokens(utf8_len(slot.body)) if counted is None else counted
+        return max(0, tokens - _STUB_TOKENS)
+
+    def clear(self, slot: Slot) -> _Cleared | None:
+        """Store the slot's body and render its compact stub (or reuse the one the memo
+        remembers for it); ``None`` to keep it as it is."""
+        if self.memo is None:
+            return self._clear(slot)
+        key: StubKey = (
+            *self.scope,
+            slot.kind,
+            slot.tool,
+            slot.call_id,
+            slot.media_type,
+            self.read_tools,
+        )
+        found = self.memo.stub(self.offloader.store, key, slot.body, self.offloader.ttl)
+        if found is not None:
+            return _Cleared(found.stub, found.ref, found.size)
+        cleared = self._clear(slot)
+        if cleared is not None:
+            self.memo.remember(key, slot.body, Remembered(cleared.text, cleared.ref, cleared.size))
+        return cleared
 
     def is_cleared(self, slot: Slot) -> bool:
         """Whether the slot already holds a genuine compact stub (an input: inside the object
@@ -178,8 +227,7 @@ class _Run:
             return None
         return read if read.ok and read.data is not None else None
 
-    def clear(self, slot: Slot) -> _Cleared | None:
-        """Store the slot's body and render its compact stub; ``None`` to keep it as it is."""
+    def _clear(self, slot: Slot) -> _Cleared | None:
         text = slot.body
         ref: Ref | None = None
         if slot.kind == RESULT and text.startswith(MARKER) and self.key is not None:
@@ -259,10 +307,6 @@ def _inner(body: str) -> str:
     return inner if isinstance(inner, str) else ""
 
 
-def _saving(slot: Slot) -> int:
-    return max(0, estimate_tokens(utf8_len(slot.body)) - _STUB_TOKENS)
-
-
 def _new_from(fmt: Format, messages: Sequence[Any]) -> int:
     """The index where this request's new part begins: the model's last turn (the previous
     request ended just before it)."""
@@ -284,8 +328,12 @@ def compact_request(
     offloader: Offloader,
     reporter: Reporter | None,
     key: bytes | None,
+    memo: CompactionMemo | None = None,
 ) -> tuple[Any, CompactionReport]:
     """Compact ``request`` (see :meth:`cargohold.Hold.compact`); the input is never mutated.
+
+    ``memo`` (the hold's) remembers token counts and compact stubs between calls; without
+    one, every call counts, stores and renders afresh (the same bytes out, slower).
 
     Returns:
         The compacted request (``request`` itself when nothing was cleared) and the report.
@@ -306,9 +354,19 @@ def compact_request(
     fixed = fmt.fixed_tokens(request)
     tokens = [fmt.tokens(message) for message in messages]
     before = fixed + sum(tokens)
-    if before < policy.trigger_tokens:  # every prefix is below it too: nothing to do
+    # Far enough below the trigger that the estimate's worst error cannot reach it (dense
+    # logs run 1.8 times the estimate): every prefix is below it too, nothing to do.
+    if before * ESTIMATE_BAND[1] < policy.trigger_tokens:
         return request, CompactionReport(fmt_name, before, before)
-    run = _Run(fmt, policy, offloader, key)
+    counter: Counter = count_tokens if memo is None else memo.count
+    counted = count_tokens("counted") is not None  # a tokenizer is installed
+    if counted:
+        fixed = fmt.fixed_tokens(request, counter)
+        tokens = [fmt.tokens(message, counter) for message in messages]
+        before = fixed + sum(tokens)
+    if before < policy.trigger_tokens:
+        return request, CompactionReport(fmt_name, before, before, counted=counted)
+    run = _Run(fmt, policy, offloader, key, memo, counter if counted else None)
     state = list(messages)
     calls: dict[str, str] = {}
     slots = [fmt.slots(index, message, calls) for index, message in enumerate(messages)]
@@ -359,7 +417,7 @@ def compact_request(
                     and run.clearable(call)
                 ):
                     paired.append(call)
-        if sum(_saving(slot) for slot in (*due, *paired)) < policy.clear_at_least:
+        if sum(run.saving(slot) for slot in (*due, *paired)) < policy.clear_at_least:
             continue
         stubs: dict[int, dict[tuple[str, int], str]] = {}
         body_bytes = stub_bytes = 0
@@ -386,7 +444,7 @@ def compact_request(
         at = running
         for message, replaced in stubs.items():
             state[message] = fmt.replace(state[message], replaced)
-            tokens[message] = fmt.tokens(state[message])
+            tokens[message] = fmt.tokens(state[message], run.counter)
         running = fixed + sum(tokens[: index + 1])
         if last is not None:
             point = last if point is None else max(point, last)
@@ -409,7 +467,7 @@ def compact_request(
                 )
             )
     if not (counts[RESULT] or counts[INPUT]):
-        return request, CompactionReport(fmt_name, before, before, kept=kept)
+        return request, CompactionReport(fmt_name, before, before, kept=kept, counted=counted)
     after = fixed + sum(tokens)
     return fmt.rebuild(request, state), CompactionReport(
         format=fmt_name,
@@ -421,4 +479,5 @@ def compact_request(
         compactions=len(events),
         kept=kept,
         events=tuple(events),
+        counted=counted,
     )

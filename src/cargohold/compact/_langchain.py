@@ -15,6 +15,7 @@ from typing import Any
 from cargohold.compact._model import (
     INPUT,
     RESULT,
+    Counter,
     Slot,
     body_of,
     cleared_arguments,
@@ -103,12 +104,12 @@ class LangChainFormat:
             update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": kept}
         return message.model_copy(update=update)
 
-    def tokens(self, message: Any) -> int:
-        return count(self.name, [message])
+    def tokens(self, message: Any, counter: Counter | None = None) -> int:
+        return count(self.name, [message], counter)
 
-    def fixed_tokens(self, request: Any) -> int:
+    def fixed_tokens(self, request: Any, counter: Counter | None = None) -> int:
         if isinstance(request, Mapping):
-            return count(self.name, {k: v for k, v in request.items() if k != self.key})
+            return count(self.name, {k: v for k, v in request.items() if k != self.key}, counter)
         return 0
 
     def from_model(self, message: Any) -> bool:

@@ -9,13 +9,12 @@ replaced, and counts a message's tokens the way the edge guard estimates them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cargohold._config import MAX_THRESHOLD
-from cargohold.guard._guard import _WALKERS, RequestFormat, _estimate, _walked
-from cargohold.guard._walk import Walker
+from cargohold.guard import count_request_tokens, estimate_request_tokens
+from cargohold.guard._guard import RequestFormat
 
 RESULT = "result"
 INPUT = "input"
@@ -91,12 +90,19 @@ def cleared_arguments(stub: str) -> str:
     return json.dumps(cleared_input(stub), ensure_ascii=False, separators=(",", ":"))
 
 
-def count(fmt: RequestFormat, request: Any) -> int:
-    """The edge guard's token estimate of ``request`` (leaks are not judged here: compaction
-    runs before the guard, which judges them on the request that is sent)."""
-    walker = Walker(MAX_THRESHOLD, root=request)
-    _walked(_WALKERS[fmt], walker, request)
-    return _estimate(walker)
+Counter = Callable[[str], int | None]
+"""Counts one text with the real tokenizer (``None``: none is installed)."""
+
+
+def count(fmt: RequestFormat, request: Any, counter: Counter | None = None) -> int:
+    """The tokens of ``request``: the real tokenizer's count through ``counter`` when given
+    and a tokenizer is installed, else the edge guard's estimate (leaks are not judged here:
+    compaction runs before the guard, which judges them on the request that is sent)."""
+    if counter is not None:
+        counted = count_request_tokens(request, format=fmt, count=counter)
+        if counted is not None:
+            return counted
+    return estimate_request_tokens(request, format=fmt)
 
 
 class Format(Protocol):
@@ -121,12 +127,12 @@ class Format(Protocol):
         """A new message: ``message`` with the slots ``(kind, part)`` replaced by their stubs."""
         ...
 
-    def tokens(self, message: Any) -> int:
-        """The estimated tokens of one message."""
+    def tokens(self, message: Any, counter: Counter | None = None) -> int:
+        """The tokens of one message (:func:`count`)."""
         ...
 
-    def fixed_tokens(self, request: Any) -> int:
-        """The estimated tokens of everything but the messages (system, tools, settings)."""
+    def fixed_tokens(self, request: Any, counter: Counter | None = None) -> int:
+        """The tokens of everything but the messages (system, tools, settings)."""
         ...
 
     def from_model(self, message: Any) -> bool:

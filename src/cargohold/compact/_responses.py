@@ -11,6 +11,7 @@ from typing import Any
 from cargohold.compact._model import (
     INPUT,
     RESULT,
+    Counter,
     Slot,
     body_of,
     cleared_arguments,
@@ -77,11 +78,11 @@ class ResponsesFormat:
                 new["input"] = stub
         return new
 
-    def tokens(self, message: Any) -> int:
-        return count(self.name, {self.key: [message]})
+    def tokens(self, message: Any, counter: Counter | None = None) -> int:
+        return count(self.name, {self.key: [message]}, counter)
 
-    def fixed_tokens(self, request: Any) -> int:
-        return count(self.name, {k: v for k, v in request.items() if k != self.key})
+    def fixed_tokens(self, request: Any, counter: Counter | None = None) -> int:
+        return count(self.name, {k: v for k, v in request.items() if k != self.key}, counter)
 
     def from_model(self, message: Any) -> bool:
         role, kind = field_of(message, "role"), field_of(message, "type")

@@ -28,6 +28,10 @@ Example::
 
 Attachments reach a model by policy (:func:`dispose`): ``ref`` (default), ``inline`` (small
 only), ``provider_native`` (opt-in upload) or ``tool:<name>``; hint > agent policy > default.
+
+The guard's measure of a request, without judging it: :func:`estimate_request_tokens` (the
+calibrated estimate) and :func:`count_request_tokens` (the real tokenizer), which compaction's
+trigger uses too.
 """
 
 from cargohold._tokens import IMAGE_TOKENS  # one figure for stubs and the guard
@@ -63,6 +67,8 @@ from cargohold.guard._guard import (
     GuardReport,
     RequestFormat,
     check_request,
+    count_request_tokens,
+    estimate_request_tokens,
 )
 from cargohold.guard._models import MODEL_WINDOWS, window_for
 
@@ -94,7 +100,9 @@ __all__ = [
     "ToolRoute",
     "adispose",
     "check_request",
+    "count_request_tokens",
     "dispose",
+    "estimate_request_tokens",
     "guard_anthropic",
     "guard_openai",
     "window_for",
