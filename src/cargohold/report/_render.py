@@ -267,7 +267,7 @@ def render_terminal(report: RunReport, console: Console) -> None:
         agents.add_row(f"... {left:,} more", "", "", "")
     console.print(agents)
     reads = Table(title="read-backs")
-    for name in ("artifact", "tool", "reads", "bytes read", "command"):
+    for name in ("artifact", "tool", "reads", "bytes read", "outcomes", "command"):
         reads.add_column(name, justify="right" if name in ("reads", "bytes read") else "left")
     for r in report.read_backs[:10]:
         reads.add_row(
@@ -275,6 +275,7 @@ def render_terminal(report: RunReport, console: Console) -> None:
             escape(r.tool or "-"),
             f"{r.reads:,}",
             _human(r.read_bytes),
+            ", ".join(f"{k} {v:,}" for k, v in sorted(r.read_outcomes.items())),
             f"cargohold read {r.ref} --lines 1:40",
         )
     console.print(reads)
