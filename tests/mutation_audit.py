@@ -257,8 +257,10 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
         "the index row commits before the staged bytes are renamed into place (a crash between"
         " leaves a row without its bytes)",
-        ("tests/test_crash.py::test_a_writer_killed_at_random_points_leaves_no_partial_artifact"
-         "_and_no_row_without_bytes",),
+        ("tests/test_local_store.py::test_a_write_whose_bytes_cannot_be_moved_into_place_commits"
+         "_no_row",
+         "tests/test_crash.py::test_a_writer_killed_at_random_points_leaves_no_partial_artifact"
+         "_and_no_row_without_bytes"),
     ),
     _m("local-stage-single-chunk-shortcut", "store", LOCAL,
        "if len(data) > CHUNK_SIZE:",

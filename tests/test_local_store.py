@@ -340,6 +340,27 @@ def test_a_write_that_fails_while_staging_leaves_no_staged_file_and_no_open_desc
     assert len(os.listdir("/proc/self/fd")) == opened
 
 
+def test_a_write_whose_bytes_cannot_be_moved_into_place_commits_no_row(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes are renamed into place before the row commits: a rename that fails (the disk,
+    or a crash, between the two) leaves no row that names missing bytes."""
+
+    def rename_fails(source: str, destination: str) -> None:
+        raise OSError(5, "Input/output error")
+
+    scoped = ScopedStore(local_store, ALICE)
+    monkeypatch.setattr(os, "rename", rename_fails)
+
+    with pytest.raises(StoreUnavailableError):
+        scoped.put(b"bytes that never reach their place")
+
+    monkeypatch.undo()
+    assert scoped.artifacts() == []
+    assert local_store.verify() == []
+    assert scoped.put(b"bytes that never reach their place").blob_written  # written, whole
+
+
 def test_a_staged_file_gc_removes_before_its_writer_locks_it_is_staged_again(
     local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
