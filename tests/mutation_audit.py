@@ -531,7 +531,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "            raise MalformedRowError(MALFORMED)",
        "if not isinstance(tenant, str):\n"
        "            raise MalformedRowError(MALFORMED)",
-       "a digest from a tampered index row ('../x') is made into a path: gc unlinks outside the root",
+       "a tampered index row's digest ('../x') is made into a path: gc unlinks outside the root",
        "tests/test_local_store.py::test_gc_never_unlinks_a_file_outside_the_root_that_an_expired"
        "_row_names", LOCAL_TESTS),
     _m("query-step-bound-ignored", "read", QUERY,
