@@ -61,7 +61,8 @@ Exit status:
   5  stale: the stored bytes no longer match the reference's digest
   6  expired: the artifact's TTL has passed
   7  over budget: the answer is longer than --max-bytes or --budget
-  8  rejected: over a size limit or quota, or a refused sensitivity
+  8  rejected: over a size limit or quota, a refused sensitivity, or a credential under the
+     reject secrets policy
   9  context leak: a request carries raw heavy content (guard)
   10 context window: a request does not fit the model's window (guard)
   11 context-stale: a role packet no longer holds against its authority (envelope)
@@ -101,6 +102,12 @@ def error_line(exc: BaseException) -> str:
     """
     if isinstance(exc, CargoholdError):
         text = " ".join(str(exc).split()) or exc.code
+        # The one error whose subject is a path the person typed: the message never holds it (a
+        # message may reach a model), the line for that person names it beside the message.
+        from cargohold.store._local import StoreRootError  # only when the line is needed
+
+        if isinstance(exc, StoreRootError):
+            text = f"{text} ({exc.path})"
     elif isinstance(exc, RecursionError):
         # Only input nests that deep (a document of arrays in arrays, thousands of levels); the
         # commands that parse documents say so themselves, this is the net under the rest.
