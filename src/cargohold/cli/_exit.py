@@ -61,8 +61,7 @@ Exit status:
   5  stale: the stored bytes no longer match the reference's digest
   6  expired: the artifact's TTL has passed
   7  over budget: the answer is longer than --max-bytes or --budget
-  8  rejected: over a size limit or quota, a refused sensitivity, or a credential under the
-     reject secrets policy
+  8  rejected: over a limit or quota, a refused sensitivity, a credential under policy reject
   9  context leak: a request carries raw heavy content (guard)
   10 context window: a request does not fit the model's window (guard)
   11 context-stale: a role packet no longer holds against its authority (envelope)
