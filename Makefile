@@ -32,7 +32,7 @@ CODEX_PREFIX ?= $(HOME)/.cache/cargohold-test/codex-$(CODEX_VERSION)
 export CODEX_PREFIX
 CODEX_STAMP := $(CODEX_PREFIX)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean mcp-servers
+.PHONY: demo test lint typecheck pytest bench clean mcp-servers browser
 
 # The first run says how long it takes (figures from a cold pip cache, README "Set-up") and lets
 # pip show what it collects and its progress bars; creating the venv and upgrading pip stay quiet.
@@ -66,7 +66,7 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-pytest: $(DEV_STAMP) mcp-servers
+pytest: $(DEV_STAMP) mcp-servers browser
 	$(BIN)/python -m pytest
 
 mcp-servers: $(MCP_STAMP) $(CLAUDE_CODE_STAMP) $(CODEX_STAMP)
@@ -105,6 +105,22 @@ $(MCP_STAMP):
 		|| echo "cargohold: npm install failed: the npm MCP server tests will skip (fail under CI)"; \
 	else \
 		echo "cargohold: npm not found: the npm MCP server tests will skip (fail under CI)"; \
+	fi
+
+# Headless Chromium for the run report's browser test (tests/test_report_browser.py), from
+# Debian's packages (apt needs root; the package lists are refreshed only when the first try
+# fails). Without it those tests skip; under CI=true they fail instead.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "cargohold: installing Debian's chromium for the report's browser test (first run only)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null \
+		|| { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends chromium >/dev/null; } \
+		|| echo "cargohold: apt-get install chromium failed: the browser tests will skip (fail under CI)"; \
+	else \
+		echo "cargohold: chromium not found (apt-get install chromium as root): the browser tests will skip (fail under CI)"; \
 	fi
 
 bench: $(DEV_STAMP)
