@@ -561,6 +561,88 @@ def _replay(
     )
 
 
+# -- a stateless caller ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stateless:
+    """What one request of a stateless caller (a gateway: the whole history, (b)'s offloaded
+    results, sent again with nothing new) costs to compact, without and with the hold's memo,
+    measured in the same run on the same hold."""
+
+    request_bytes: int
+    messages: int
+    cleared: int
+    without_memo_ms: float
+    with_memo_ms: float
+    same_bytes: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "request_bytes": self.request_bytes,
+            "messages": self.messages,
+            "cleared": self.cleared,
+            "without_memo_ms": round(self.without_memo_ms, 2),
+            "with_memo_ms": round(self.with_memo_ms, 2),
+            "same_bytes": self.same_bytes,
+        }
+
+
+def stateless(run: Sequence[Turn], *, repeats: int = 7) -> Stateless:
+    """The last request of ``run`` as a stateless caller sends it ((b)'s history, uncompacted),
+    compacted ``repeats`` times through ``compact_request`` without a memo and through
+    ``hold.compact`` (the hold's memo, warmed by one call: the history was sent before):
+    medians of each."""
+    from cargohold.compact import compact_request
+
+    store = cargohold.MemoryStore(marker_key=hashlib.sha256(b"bench compaction").digest())
+    with cargohold.open(store, tenant="bench", user="bench", session="bench-stateless") as hold:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+        for turn in run:
+            offloaded = hold.offload(turn.text, tool=turn.tool, failed=turn.is_error)
+            messages += [_assistant(turn), _result(turn, offloaded.text)]
+        request = {
+            "system": SYSTEM,
+            "tools": _agent_tools() + hold.tools.anthropic(),
+            "messages": messages,
+        }
+        policy = CompactionPolicy()
+        key = store.marker_key()
+
+        def bare() -> Any:
+            return compact_request(
+                request,
+                format="anthropic",
+                policy=policy,
+                offloader=hold.offloader,
+                reporter=None,
+                key=key,
+            )
+
+        def memo() -> Any:
+            return hold.compact(request, format="anthropic", policy=policy)
+
+        first, report = bare()
+        warmed, _ = memo()
+        times: dict[str, list[float]] = {"bare": [], "memo": []}
+        outs = []
+        for _ in range(repeats):
+            for name, call in (("bare", bare), ("memo", memo)):
+                began = time.perf_counter()
+                out, _ = call()
+                times[name].append(time.perf_counter() - began)
+                outs.append(out)
+        same = all(_dumps(out) == _dumps(first) for out in (warmed, *outs))
+    return Stateless(
+        request_bytes=len(_dumps(request).encode("utf-8")),
+        messages=len(messages),
+        cleared=report.cleared,
+        without_memo_ms=1000 * sorted(times["bare"])[repeats // 2],
+        with_memo_ms=1000 * sorted(times["memo"])[repeats // 2],
+        same_bytes=same,
+    )
+
+
 # -- the command -----------------------------------------------------------------------------
 
 
@@ -627,9 +709,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     figures = replay(run, progress=lambda line: print(line, file=sys.stderr, flush=True))
     figures.seed = args.seed
+    print("a stateless caller's request, again with nothing new...", file=sys.stderr, flush=True)
+    again = stateless(run)
     took = time.perf_counter() - began
     if args.json:
-        print(json.dumps(figures.as_dict(), indent=2))
+        print(json.dumps({**figures.as_dict(), "stateless": again.as_dict()}, indent=2))
         return 0 if figures.arms["c"].bytes_lost == 0 else 1
     heavy = sum(size >= 32 * KiB for size in sizes)
     lines = [
@@ -641,6 +725,11 @@ def main(argv: list[str] | None = None) -> int:
         *_table(figures),
         "",
         *_goals(figures),
+        "",
+        f"a stateless caller (the whole history again, nothing new: {again.messages} messages, "
+        f"{again.request_bytes:,} bytes, {again.cleared} results cleared): compaction "
+        f"{again.without_memo_ms:.1f} ms without the hold's memo, {again.with_memo_ms:.1f} ms "
+        f"with it (medians of 7, same run; same bytes out: {again.same_bytes})",
         "",
         f"took {took:.1f} s; command: python -m bench compaction --turns {figures.turns} "
         f"--seed {args.seed}",

@@ -759,3 +759,81 @@ def test_dense_results_are_compacted_at_their_real_tokens_not_at_the_estimate(
     assert len(cleared) == report.cleared
     for call_id, info in cleared:
         assert read_back(hold, info.ref) == texts[call_id].encode()
+
+
+class _CountingStore(cargohold.MemoryStore):
+    """A memory store that counts its writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts = 0
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self.puts += 1
+        return super().put(*args, **kwargs)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_history_sent_again_reuses_its_compact_stubs_without_storing_again(fmt: str) -> None:
+    store = _CountingStore()
+    given = request(fmt, turns([6000] * 12))
+    with cargohold.open(store, tenant="acme", user="ana", session="run-1") as hold:
+        first, report = hold.compact(given, format=fmt, policy=POLICY)
+        writes = store.puts
+        again, second = hold.compact(copy.deepcopy(given), format=fmt, policy=POLICY)
+        # A derived hold of the same store and scope (the gateway derives one per request).
+        derived, third = hold.for_session("run-1").compact(
+            copy.deepcopy(given), format=fmt, policy=POLICY
+        )
+
+    assert report.cleared >= 1
+    assert writes >= report.cleared
+    assert store.puts == writes  # nothing stored again
+    assert dump(fmt, again) == dump(fmt, first) == dump(fmt, derived)
+    assert second.refs == third.refs == report.refs
+
+
+def test_a_colliding_memo_key_never_gives_a_result_another_results_stub(
+    hold: Hold, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cargohold.compact._memo as memo
+
+    monkeypatch.setattr(memo, "hash", lambda value: 0, raising=False)  # every key collides
+    history = turns([6000] * 12)
+    other = [  # the same calls, results of the same length, other bytes
+        Turn(t.tool, t.call_id, t.arguments, t.result.replace("value", "VALUE")) for t in history
+    ]
+    hold.compact(request("anthropic", history), format="anthropic", policy=POLICY)
+
+    out, report = hold.compact(request("anthropic", other), format="anthropic", policy=POLICY)
+
+    assert report.cleared == 9
+    texts = {turn.call_id: turn.result for turn in other}
+    key = hold.store.marker_key()
+    for call_id, text in results_of("anthropic", out)[:9]:
+        info = parse_compact_stub(text, key=key)
+        assert info is not None
+        assert read_back(hold, info.ref) == texts[call_id].encode()
+
+
+def test_a_remembered_stub_whose_artifact_is_gone_is_stored_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import cargohold.compact._memo as memo
+
+    clock = [1000.0]
+    monkeypatch.setattr(memo.time, "monotonic", lambda: clock[0])
+    given = request("anthropic", turns([6000] * 12))
+    store = _CountingStore()
+    with cargohold.open(store, tenant="acme", user="ana", session="run-1") as hold:
+        first, report = hold.compact(given, format="anthropic", policy=POLICY)
+        for ref in report.refs:
+            store.lose_for_tests("acme", ref)
+        clock[0] += 31  # past the recheck: the memo looks the artifact up again
+        writes = store.puts
+        again, second = hold.compact(given, format="anthropic", policy=POLICY)
+
+        assert store.puts == writes + len(report.refs)
+        assert dump("anthropic", again) == dump("anthropic", first)
+        for ref in second.refs:
+            assert hold.info(ref).ok

@@ -19,7 +19,7 @@ from cargohold.compact._model import (
     field_of,
     name_of,
 )
-from cargohold.guard._guard import RequestFormat
+from cargohold.guard import RequestFormat
 
 
 class AnthropicFormat:

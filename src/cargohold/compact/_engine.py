@@ -72,8 +72,7 @@ from cargohold.compact._memo import CompactionMemo, Remembered, StubKey
 from cargohold.compact._model import INPUT, RESULT, Counter, Format, Position, Slot
 from cargohold.compact._policy import CompactionPolicy
 from cargohold.compact._responses import ResponsesFormat
-from cargohold.guard import ESTIMATE_BAND
-from cargohold.guard._guard import RequestFormat, _format
+from cargohold.guard import ESTIMATE_BAND, RequestFormat
 from cargohold.projection import sniff_media_type
 
 _FORMATS: dict[RequestFormat, Format] = {
@@ -338,9 +337,9 @@ def compact_request(
     Returns:
         The compacted request (``request`` itself when nothing was cleared) and the report.
     """
-    fmt_name = _format(format)
-    fmt = _FORMATS.get(fmt_name)
-    if fmt is None:
+    fmt_name = next((f for f in RequestFormat if f.value == format), None)
+    fmt = None if fmt_name is None else _FORMATS.get(fmt_name)
+    if fmt_name is None or fmt is None:
         names = ", ".join(f.value for f in _FORMATS)
         raise UsageError(f"compaction reads the formats: {names}")
     if not isinstance(policy, CompactionPolicy):
@@ -352,7 +351,14 @@ def compact_request(
         fixed = fmt.fixed_tokens(request) if isinstance(request, Mapping) else 0
         return request, CompactionReport(fmt_name, fixed, fixed)
     fixed = fmt.fixed_tokens(request)
-    tokens = [fmt.tokens(message) for message in messages]
+    keys = [None if memo is None else memo.message_key(fmt_name, m) for m in messages]
+
+    def measure(message: Any, key: tuple[str, int, int] | None, counter: Counter | None) -> int:
+        if memo is None:
+            return fmt.tokens(message, counter)
+        return memo.tokens(key, counter is not None, lambda: fmt.tokens(message, counter))
+
+    tokens = [measure(message, key, None) for message, key in zip(messages, keys, strict=True)]
     before = fixed + sum(tokens)
     # Far enough below the trigger that the estimate's worst error cannot reach it (dense
     # logs run 1.8 times the estimate): every prefix is below it too, nothing to do.
@@ -362,7 +368,9 @@ def compact_request(
     counted = count_tokens("counted") is not None  # a tokenizer is installed
     if counted:
         fixed = fmt.fixed_tokens(request, counter)
-        tokens = [fmt.tokens(message, counter) for message in messages]
+        tokens = [
+            measure(message, key, counter) for message, key in zip(messages, keys, strict=True)
+        ]
         before = fixed + sum(tokens)
     if before < policy.trigger_tokens:
         return request, CompactionReport(fmt_name, before, before, counted=counted)
@@ -444,7 +452,8 @@ def compact_request(
         at = running
         for message, replaced in stubs.items():
             state[message] = fmt.replace(state[message], replaced)
-            tokens[message] = fmt.tokens(state[message], run.counter)
+            new_key = None if memo is None else memo.message_key(fmt_name, state[message])
+            tokens[message] = measure(state[message], new_key, run.counter)
         running = fixed + sum(tokens[: index + 1])
         if last is not None:
             point = last if point is None else max(point, last)

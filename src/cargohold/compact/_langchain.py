@@ -23,7 +23,7 @@ from cargohold.compact._model import (
     count,
     name_of,
 )
-from cargohold.guard._guard import RequestFormat
+from cargohold.guard import RequestFormat
 
 
 def _kind(message: Any) -> str | None:

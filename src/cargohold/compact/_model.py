@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cargohold.guard import count_request_tokens, estimate_request_tokens
-from cargohold.guard._guard import RequestFormat
+from cargohold.guard import RequestFormat, count_request_tokens, estimate_request_tokens
 
 RESULT = "result"
 INPUT = "input"

@@ -19,7 +19,7 @@ from cargohold.compact._model import (
     field_of,
     name_of,
 )
-from cargohold.guard._guard import RequestFormat
+from cargohold.guard import RequestFormat
 
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
