@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from tests.gateway_fixtures import FakeProvider, serve
 
 import cargohold
@@ -143,13 +142,6 @@ def grep_script(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "grep returned its lines"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Claude Code 2.1.332 gives the model only an MCP result's structuredContent when "
-    "the tool declares an outputSchema, and cargohold mcp's artifact_grep structured result "
-    "holds the outcome and the digest but not the matching lines (they are in its text "
-    "content): the model gets no lines. A fix belongs in cargohold.mcp's read tools.",
-)
 def test_claude_codes_artifact_grep_through_cargohold_mcp_returns_the_exact_lines(
     tmp_path: Path,
 ) -> None:

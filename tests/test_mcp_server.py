@@ -73,6 +73,27 @@ def test_an_artifact_pages_back_exactly_with_its_span_size_and_digest(
     assert stored["mine"].endswith(hashlib.sha256(body).hexdigest())
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "shown"),
+    [
+        ("artifact_grep", {"pattern": "^19999,"}, "19999,customer-32,9999.5"),
+        ("artifact_read_lines", {"start_line": 5, "end_line": 6}, "4,customer-4,2.0"),
+        ("artifact_read", {"offset": 0, "length": 40}, "1,customer-1,0.5"),
+        ("artifact_info", {}, "text/csv"),
+    ],
+)
+def test_the_structured_part_of_a_read_carries_the_answers_text_for_structured_only_clients(
+    server: Connected, stored: dict[str, str], tool: str, arguments: dict[str, object], shown: str
+) -> None:
+    answer = server.call(tool, {"ref": stored["mine"], **arguments})
+
+    assert not answer.is_error
+    assert answer.structured_content is not None
+    text = answer.content[0].text  # type: ignore[union-attr]
+    assert answer.structured_content["text"] == text
+    assert shown in answer.structured_content["text"]
+
+
 def test_an_answer_over_the_callers_budget_returns_nothing_and_names_a_range_that_fits(
     server: Connected, stored: dict[str, str]
 ) -> None:

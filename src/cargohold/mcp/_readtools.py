@@ -3,7 +3,8 @@
 Every tool of :data:`cargohold._toolspecs.SPECS` is served, so a read tool added there appears in
 ``cargohold mcp`` and in every proxy without a change here. An answer carries the tool's text
 (a recovered segment, or what to fix) and its structured part (outcome, exact byte span, size,
-SHA-256 of the returned bytes); it is bounded by the caller's budget (1 MiB at most) and is
+SHA-256 of the returned bytes, and the same text again, for a client that gives the model only
+the structured part); it is bounded by the caller's budget (1 MiB at most) and is
 never offloaded again.
 """
 
@@ -68,9 +69,13 @@ async def call_read_tool(hold: Hold, name: str, arguments: dict[str, Any] | None
     except StoreError as exc:
         text = f"{name}: {exc.code}: the store could not answer; try again later."
         return CallToolResult(content=[TextContent(text=text)], is_error=True)
+    # A client may hand the model only structuredContent (Claude Code does), so the answer's
+    # text (the recovered segment with its marker lines, or what to fix) is in it too: the
+    # same string as the text part, not a second read, so each holds the budget once.
+    structured = {**answer.structured(), "text": answer.text}
     return CallToolResult(
         content=[TextContent(text=answer.text)],
-        structured_content=answer.structured(),
+        structured_content=structured,
         is_error=answer.is_error,
     )
 
