@@ -13,6 +13,7 @@ from cargohold._records import (
 from cargohold._ref import Ref
 from cargohold._scope import Scope
 from cargohold.store._protocol import StoreBackend
+from cargohold.store._search import SearchHit
 
 
 def as_ref(ref: Ref | str) -> Ref:
@@ -111,6 +112,15 @@ class ScopedStore:
     def artifacts(self) -> list[ArtifactRecord]:
         """This owner's artifacts, expired ones included, oldest first."""
         return self._store.artifacts(self._scope)
+
+    def search(self, query: str, *, limit: int) -> list[SearchHit]:
+        """This scope's artifacts that hold every word of ``query``, best first (see
+        :meth:`~cargohold.store.StoreBackend.search`); references and scores, never bytes.
+
+        Raises:
+            UsageError: a blank query, a ``limit`` outside 1..100.
+        """
+        return self._store.search(self._scope, query, limit=limit)
 
     def usage(self) -> Usage:
         """What this session holds toward its quota."""

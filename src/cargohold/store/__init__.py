@@ -19,16 +19,19 @@ from cargohold.store._local import LocalStore, default_root
 from cargohold.store._location import DEFAULT_THRESHOLD
 from cargohold.store._memory import MemoryStore
 from cargohold.store._protocol import Clock, Progress, StoreBackend
+from cargohold.store._search import INDEX_BYTES, SearchHit
 
 if TYPE_CHECKING:
     from cargohold.store._postgres import PostgresStore, schema_status, upgrade_schema
 
 __all__ = [
+    "INDEX_BYTES",
     "Clock",
     "LocalStore",
     "MemoryStore",
     "PostgresStore",
     "Progress",
+    "SearchHit",
     "StoreBackend",
     "default_root",
     "open_store",

@@ -89,6 +89,7 @@ from cargohold.store._core import (
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
+from cargohold.store._search import SearchHit, scan
 
 if TYPE_CHECKING:  # imported when the pool is made: concurrent.futures costs a CLI ~7 ms
     from concurrent.futures import ThreadPoolExecutor
@@ -833,6 +834,15 @@ class LocalStore:
                 scope.owner,
             ).fetchall()
         return sound_records(rows)
+
+    def search(self, scope: Scope, query: str, *, limit: int) -> list[SearchHit]:
+        """Ranked full-text search over the scope's own live text artifacts; see
+        :meth:`StoreBackend.search`.
+
+        Raises:
+            UsageError: a blank query, a ``limit`` outside 1..100.
+        """
+        return scan(self, scope, query, limit)
 
     def usage(self, scope: Scope) -> Usage:
         """The session's unexpired artifacts and their bytes (its quota's count)."""

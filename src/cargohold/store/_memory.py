@@ -31,6 +31,7 @@ from cargohold.store._core import (
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
+from cargohold.store._search import SearchHit, index_text, ranked, score, search_terms
 
 _Owner = tuple[str, str, str]
 _ArtifactKey = tuple[str, str, str, str]  # (tenant, user, session, digest)
@@ -226,6 +227,29 @@ class MemoryStore:
         with self._lock:
             found = [r for k, r in self._artifacts.items() if k[:3] == scope.owner]
         return sorted(found, key=lambda r: (r.created, r.ref.digest))
+
+    def search(self, scope: Scope, query: str, *, limit: int) -> list[SearchHit]:
+        """Ranked full-text search by a scan over the scope's own live bodies; see
+        :meth:`StoreBackend.search`.
+
+        Raises:
+            UsageError: a blank query, a ``limit`` outside 1..100.
+        """
+        terms = search_terms(query, limit)
+        with self._lock:
+            now = self._clock()
+            found: list[SearchHit] = []
+            for key, record in self._artifacts.items():
+                if key[:3] != scope.owner or record.expires <= now or not terms:
+                    continue
+                blob = self._blobs.get((scope.tenant, key[3]))
+                if blob is None:
+                    continue
+                text = index_text(bytes(blob.data), record.media_type, record.sensitivity)
+                points = None if text is None else score(text, terms)
+                if points is not None:
+                    found.append(SearchHit(record.ref, points))
+        return ranked(found, limit)
 
     def usage(self, scope: Scope) -> Usage:
         """The session's unexpired artifacts and their bytes (its quota's count)."""

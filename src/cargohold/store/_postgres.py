@@ -134,6 +134,7 @@ from cargohold.store._core import (
 )
 from cargohold.store._location import DEFAULT_THRESHOLD
 from cargohold.store._protocol import Clock, Progress
+from cargohold.store._search import SearchHit, scan
 
 if TYPE_CHECKING:
     from cargohold.store._blobs import ObjectTier
@@ -1150,6 +1151,15 @@ class PostgresStore:
             return sound_records(rows)
 
         return self._call(op, idempotent=True)
+
+    def search(self, scope: Scope, query: str, *, limit: int) -> list[SearchHit]:
+        """Ranked full-text search over the scope's own live text artifacts; see
+        :meth:`StoreBackend.search`.
+
+        Raises:
+            UsageError: a blank query, a ``limit`` outside 1..100.
+        """
+        return scan(self, scope, query, limit)
 
     def usage(self, scope: Scope) -> Usage:
         """The session's unexpired artifacts and their bytes (its quota's count)."""

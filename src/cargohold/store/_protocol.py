@@ -22,6 +22,7 @@ from cargohold._records import (
 )
 from cargohold._ref import Ref
 from cargohold._scope import Scope
+from cargohold.store._search import SearchHit
 
 Clock = Callable[[], float]
 """Seconds since the epoch; injected so expiry is testable without sleeping."""
@@ -99,6 +100,22 @@ class StoreBackend(Protocol):
 
     def artifacts(self, scope: Scope) -> list[ArtifactRecord]:
         """Every artifact recorded for the scope's owner, expired ones included, oldest first."""
+        ...
+
+    def search(self, scope: Scope, query: str, *, limit: int) -> list[SearchHit]:
+        """Ranked full-text search over the scope's own live, text artifacts.
+
+        ``query`` is plain text (never the engine's syntax): its whitespace-separated terms,
+        case-insensitive, each matched as whole words (a term of several words, such as
+        ``a.b``, as a phrase); an artifact answers when it holds every term. Best first, ties
+        by digest, at most ``limit`` (1..100). Only the scope's own (tenant, user, session)
+        artifacts answer, and another owner's can change neither the hits nor their scores.
+        Binary bodies are not indexed, and a body is indexed by its first
+        :data:`~cargohold.store._search.INDEX_BYTES` only (a ``restricted`` one masked).
+
+        Raises:
+            UsageError: a blank query, a ``limit`` outside 1..100.
+        """
         ...
 
     def usage(self, scope: Scope) -> Usage:

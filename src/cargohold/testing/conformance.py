@@ -38,7 +38,7 @@ from cargohold._records import (
 )
 from cargohold._ref import Ref
 from cargohold._scope import Scope
-from cargohold.store import StoreBackend
+from cargohold.store import INDEX_BYTES, StoreBackend
 from cargohold.testing._harness import FakeClock, StoreHarness
 
 CHUNK = CHUNK_SIZE
@@ -1520,6 +1520,129 @@ def test_no_repr_shows_the_body_or_the_owner(store_case: StoreCase) -> None:
         for text in (repr(item), str(item)):
             for canary in canaries:
                 assert canary not in text
+
+
+# -- search ---------------------------------------------------------------------------------
+
+
+def _answer(scoped: ScopedStore, query: str, limit: int = 100) -> list[tuple[str, float]]:
+    return [(hit.ref.digest, hit.score) for hit in scoped.search(query, limit=limit)]
+
+
+def test_search_finds_the_artifacts_holding_every_term_best_first(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    many = scoped.put(b"disk full: error error error on /var\n").ref
+    once = scoped.put(b"an error here\nand the disk\n" + b"filler words " * 200).ref
+    scoped.put(b"an error without the other word\n")
+    scoped.put(b"nothing of interest\n")
+
+    hits = scoped.search("DISK error", limit=10)
+
+    assert [hit.ref for hit in hits] == [many, once]
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_search_matches_whole_words_and_escapes_the_engines_syntax(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    dotted = scoped.put(b"call foo.bar() NEAR the end\n").ref
+    scoped.put(b"foobar and bar\n")
+
+    assert [hit.ref for hit in scoped.search("foo.bar", limit=5)] == [dotted]
+    assert [hit.ref for hit in scoped.search('NEAR "end" the*', limit=5)] == [dotted]
+    assert scoped.search("foo", limit=5)[0].ref == dotted
+    assert scoped.search("--- ***", limit=5) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_a_blank_search_query_is_a_usage_error(store: StoreBackend, query: str) -> None:
+    with pytest.raises(UsageError):
+        ScopedStore(store, ALICE).search(query, limit=5)
+
+
+@pytest.mark.parametrize("limit", [0, 101, -1, True])
+def test_a_search_limit_outside_1_to_100_is_a_usage_error(store: StoreBackend, limit: int) -> None:
+    with pytest.raises(UsageError):
+        ScopedStore(store, ALICE).search("word", limit=limit)
+
+
+def test_search_answers_at_most_its_limit_ties_broken_by_digest(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    refs = [scoped.put(f"needle {index:04}\n".encode()).ref for index in range(12)]
+
+    hits = scoped.search("needle", limit=5)
+
+    assert len({hit.score for hit in hits}) == 1
+    assert [hit.ref.digest for hit in hits] == sorted(ref.digest for ref in refs)[:5]
+    assert _answer(scoped, "needle", 5) == _answer(scoped, "needle", 5)
+
+
+def test_another_sessions_or_tenants_artifacts_never_appear_or_change_a_search(
+    store: StoreBackend,
+) -> None:
+    mine = ScopedStore(store, ALICE)
+    mine.put(b"shared needle words\n")
+    mine.put(b"needle needle alone\n" + b"pad " * 50)
+    before = _answer(mine, "needle")
+    for scope in (ALICE_LATER, BOB, MALLORY):
+        other = ScopedStore(store, scope)
+        other.put(b"shared needle words\n")  # the same bytes: one blob in ALICE's tenant
+        for index in range(30):
+            other.put(f"needle needle needle {index} pad\n".encode())
+        assert len(other.search("needle", limit=100)) == 31
+
+    assert _answer(mine, "needle") == before
+    assert len(before) == 2
+    assert (
+        ScopedStore(store, Scope("tenant-acme", "user-ana", "session-9")).search(
+            "needle", limit=100
+        )
+        == []
+    )
+
+
+def test_an_expired_artifact_is_not_found_and_gc_removes_it_from_search(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open()
+    scoped = ScopedStore(store, ALICE)
+    short = scoped.put(b"needle short lived\n", ttl=100).ref
+    long = scoped.put(b"needle long lived\n", ttl=1000).ref
+    assert {hit.ref for hit in scoped.search("needle", limit=5)} == {short, long}
+    store_case.clock.advance(500)
+
+    assert [hit.ref for hit in scoped.search("needle", limit=5)] == [long]
+    store.gc()
+    assert [hit.ref for hit in scoped.search("needle", limit=5)] == [long]
+    assert scoped.search("short", limit=5) == []
+    again = scoped.put(b"needle short lived\n", ttl=1000).ref
+    assert {hit.ref for hit in scoped.search("needle", limit=5)} == {again, long}
+
+
+def test_binary_bodies_are_not_found_by_search(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    scoped.put(b"needle\x00binary\n")
+    scoped.put(b"\x89PNG needle \xff\xfe\xfd", media_type="image/png")
+    text = scoped.put(b"needle in text\n").ref
+
+    assert [hit.ref for hit in scoped.search("needle", limit=5)] == [text]
+
+
+def test_a_restricted_bodys_credential_is_not_found_by_search(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    key = b"AKIA" + b"Q3EXAMPLEKEY7ZZZ"
+    ref = scoped.put(b"aws key " + key + b" in config\n", sensitivity="restricted").ref
+
+    assert [hit.ref for hit in scoped.search("config", limit=5)] == [ref]
+    assert scoped.search(key.decode(), limit=5) == []
+
+
+def test_a_body_is_found_by_words_in_its_first_mebibytes_only(store: StoreBackend) -> None:
+    scoped = ScopedStore(store, ALICE)
+    head = b"early word\n" + b"x" * (INDEX_BYTES - 11)
+    ref = scoped.put(head + b"\nlate word\n").ref
+
+    assert [hit.ref for hit in scoped.search("early", limit=5)] == [ref]
+    assert scoped.search("late", limit=5) == []
 
 
 __all__ = [

@@ -1,0 +1,149 @@
+"""Full-text search logic every backend shares: terms, the indexed text, matching and scoring.
+
+Each backend finds its candidates its own way (a scan in memory, an SQLite FTS5 table in the
+local store, a PostgreSQL full-text column); this module decides what a term is, what text of a
+body is indexed, whether a candidate holds every term and how it scores. The score reads the
+candidate's own text only, never figures of the whole index (as FTS5's bm25 would: its document
+counts and average length span every tenant), so another session's or tenant's artifacts can
+change neither which artifacts answer nor their scores.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cargohold._errors import UsageError
+from cargohold._records import MiB, Sensitivity
+from cargohold._ref import Ref
+from cargohold._secrets import mask_secrets
+from cargohold._text import looks_binary
+
+if TYPE_CHECKING:
+    from cargohold._scope import Scope
+    from cargohold.store._protocol import StoreBackend
+
+INDEX_BYTES = 1 * MiB
+"""A body is indexed by its first this many bytes: words past them are not found by search."""
+
+MAX_LIMIT = 100
+"""The most hits one search answers."""
+
+_WORD = re.compile(r"[^\W_]+")
+"""A token: a run of letters and digits (as FTS5's unicode61 tokenizer splits)."""
+
+_K1 = 1.2
+_B = 0.75
+_AVERAGE_TOKENS = 512.0
+"""A fixed length norm: a store-wide average would let other owners' bodies move a score."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One artifact a search found.
+
+    Attributes:
+        ref: The artifact (of the searching scope, live, text).
+        score: Higher is better; comparable within one answer only.
+    """
+
+    ref: Ref
+    score: float
+
+
+def tokens(text: str) -> list[str]:
+    """The case-folded tokens of ``text``."""
+    return [word.casefold() for word in _WORD.findall(text)]
+
+
+def search_terms(query: object, limit: object) -> tuple[tuple[str, ...], ...]:
+    """Each whitespace-separated term of ``query`` as its tokens (a phrase); checks ``limit``.
+
+    A term with no letter or digit matches nothing, so it is dropped (a query of only such
+    terms answers no hit).
+
+    Raises:
+        UsageError: a query that is not text or is blank, a ``limit`` outside 1..100.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError("a search query must be non-blank text: the words to find")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"a search limit must be an integer from 1 to {MAX_LIMIT}")
+    terms = (tuple(tokens(term)) for term in query.split())
+    return tuple(dict.fromkeys(term for term in terms if term))
+
+
+def index_text(data: bytes, media_type: str | None, sensitivity: Sensitivity | str) -> str | None:
+    """The text a body is indexed by, or ``None`` for a binary body (never indexed).
+
+    Binary is decided by :func:`cargohold._text.looks_binary`, as the line tools decide. Only
+    the first :data:`INDEX_BYTES` are indexed; a ``restricted`` body is indexed by its masked
+    copy (:func:`cargohold._secrets.mask_secrets`), so no credential enters the index.
+    """
+    if looks_binary(data, media_type):
+        return None
+    head = data[:INDEX_BYTES]
+    if sensitivity == Sensitivity.RESTRICTED:
+        head = mask_secrets(head)
+    return head.decode("utf-8", "replace").replace("\x00", " ")
+
+
+def score(text: str, terms: tuple[tuple[str, ...], ...]) -> float | None:
+    """The score of ``text`` for ``terms``, or ``None`` when it does not hold every term.
+
+    A BM25-shaped sum over the terms of their frequency in ``text``, normalised by its length
+    against a fixed average: a figure of this text alone.
+    """
+    if not terms:
+        return None
+    words = tokens(text)
+    counts = Counter(words)
+    norm = _K1 * (1 - _B + _B * len(words) / _AVERAGE_TOKENS)
+    total = 0.0
+    for term in terms:
+        count = counts[term[0]] if len(term) == 1 else _phrases(words, term)
+        if count == 0:
+            return None
+        total += count * (_K1 + 1) / (count + norm)
+    return round(total, 9) if math.isfinite(total) else 0.0
+
+
+def _phrases(words: list[str], phrase: tuple[str, ...]) -> int:
+    """How many times the tokens of ``phrase`` stand in a row in ``words``."""
+    width = len(phrase)
+    first = phrase[0]
+    return sum(
+        1
+        for index, word in enumerate(words)
+        if word == first and tuple(words[index : index + width]) == phrase
+    )
+
+
+def ranked(scored: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The best ``limit`` hits, best first, ties broken by digest."""
+    return sorted(scored, key=lambda hit: (-hit.score, hit.ref.digest))[:limit]
+
+
+def scan(store: StoreBackend, scope: Scope, query: str, limit: int) -> list[SearchHit]:
+    """A search by reading each of the scope's live artifacts back verified (no index): the
+    backend's own :meth:`~cargohold.store.StoreBackend.read` decides what the scope may see.
+
+    Raises:
+        UsageError: a blank query, a ``limit`` outside 1..100.
+    """
+    terms = search_terms(query, limit)
+    found: list[SearchHit] = []
+    if not terms:
+        return found
+    for record in store.artifacts(scope):
+        read = store.read(scope, record.ref, end=INDEX_BYTES)
+        if read.data is None or not read.ok:
+            continue
+        text = index_text(read.data, record.media_type, record.sensitivity)
+        points = None if text is None else score(text, terms)
+        if points is not None:
+            found.append(SearchHit(record.ref, points))
+    return ranked(found, limit)
