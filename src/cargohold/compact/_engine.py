@@ -385,6 +385,17 @@ def compact_request(
     point: Position | None = None
     new_from = _new_from(fmt, messages)
     cleared_refs: list[Ref] = []
+    seen_refs: set[Ref] = set()
+    opened = 0  # results before this index are not open to clearing
+
+    def is_open(slot: Slot) -> bool:
+        return (
+            slot.position not in done
+            and slot.position not in skip
+            and (point is None or slot.position > point)
+            and run.clearable(slot)
+        )
+
     counts = {RESULT: 0, INPUT: 0}
     kept = 0
     events: list[DecisionEvent] = []
@@ -402,15 +413,12 @@ def compact_request(
                 inputs.setdefault(slot.call_id, slot)
         if running < policy.trigger_tokens:
             continue
-        older = results[: max(0, len(results) - policy.keep_last)]
-        due = [
-            slot
-            for slot in older
-            if slot.position not in done
-            and slot.position not in skip
-            and (point is None or slot.position > point)
-            and run.clearable(slot)
-        ]
+        end = max(0, len(results) - policy.keep_last)
+        # A result that is not open now never is again (done, skip and the point only grow):
+        # the scan starts past them, so a long history is not scanned again at every message.
+        while opened < end and not is_open(results[opened]):
+            opened += 1
+        due = [slot for slot in results[opened:end] if is_open(slot)]
         if not due:
             continue
         paired: list[Slot] = []
@@ -443,7 +451,8 @@ def compact_request(
             cleared_here += 1
             body_bytes += cleared.size
             stub_bytes += utf8_len(cleared.text)
-            if cleared.ref not in cleared_refs:
+            if cleared.ref not in seen_refs:
+                seen_refs.add(cleared.ref)
                 cleared_refs.append(cleared.ref)
             if slot.kind == RESULT:
                 last = slot.position
