@@ -837,3 +837,32 @@ def test_a_remembered_stub_whose_artifact_is_gone_is_stored_again(
         assert dump("anthropic", again) == dump("anthropic", first)
         for ref in second.refs:
             assert hold.info(ref).ok
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_cleared_result_is_found_by_artifact_search_and_read_back_exactly(
+    hold: Hold, fmt: str
+) -> None:
+    history = turns([6000] * 12)
+    needle = "ZanzibarQuokkaTimeout"  # in one old result only
+    history[2] = Turn(
+        history[2].tool,
+        history[2].call_id,
+        history[2].arguments,
+        history[2].result + f"ERROR {needle} while loading the parser table\n",
+    )
+    out, _ = hold.compact(request(fmt, history), format=fmt, policy=POLICY)
+    key = hold.store.marker_key()
+    stubs = {
+        call_id: info.ref
+        for call_id, text in results_of(fmt, out)
+        if (info := parse_compact_stub(text, key=key)) is not None
+    }
+    assert history[2].call_id in stubs  # cleared: the conversation holds only its stub
+
+    answer = hold.call_tool("artifact_search", {"query": needle})
+
+    assert answer.outcome == "resolved"
+    hits = answer.structured()["hits"]
+    assert [hit["ref"] for hit in hits] == [str(stubs[history[2].call_id])]
+    assert read_back(hold, hits[0]["ref"]) == history[2].result.encode()
