@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -400,6 +401,64 @@ def test_a_credential_in_a_heavy_result_is_never_forwarded_raw(gw: Rig) -> None:
     assert secret.encode() not in forwarded
     stub = forwarded_result_anthropic(gw)
     assert secret not in gw.read_back(REF.findall(stub)[0])
+
+
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def test_a_credential_in_a_small_result_is_forwarded_redacted_the_same_on_every_turn(
+    gw: Rig,
+) -> None:
+    client = gw.anthropic()
+    history = anthropic_history(f"cloned\ntoken: {GITHUB_TOKEN}\ndone\n")
+
+    client.messages.create(model="claude-fake", max_tokens=64, messages=history)
+    client.messages.create(model="claude-fake", max_tokens=64, messages=history)
+
+    first, second = (r.body for r in gw.fake.received[-2:])
+    assert GITHUB_TOKEN.encode() not in first
+    assert first == second
+    forwarded = forwarded_result_anthropic(gw)
+    assert "[REDACTED:github_token]" in forwarded
+    assert forwarded.startswith("cloned\n")
+    assert forwarded.endswith(
+        "done\n" + MARKER + " credentials redacted from this result: github_token (line 2)"
+    )
+    assert offloads(gw) == []
+
+
+def test_a_credential_in_a_small_tool_input_is_forwarded_redacted(gw: Rig) -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    call["function"]["arguments"] = json.dumps({"env": f"GITHUB_TOKEN={GITHUB_TOKEN}"})
+    history = chat_history("ok")
+    history[1]["tool_calls"] = [call]
+
+    gw.openai().chat.completions.create(model="gpt-fake", messages=history)
+
+    forwarded = gw.fake.received[-1].body
+    assert GITHUB_TOKEN.encode() not in forwarded
+    assert b"[REDACTED:github_token]" in forwarded
+
+
+def test_a_small_result_of_a_tool_whose_policy_is_reject_is_withheld(tmp_path: Path) -> None:
+    config_file = tmp_path / "cargohold.toml"
+    config_file.write_text('secrets_policy = { bash = "reject" }\n')
+    fake = FakeProvider()
+    with (
+        cargohold.open(
+            "memory://", tenant="t", user="u", session="gw", config_file=config_file
+        ) as hold,
+        serve(fake.app()) as fake_url,
+        serve(build_app(hold, GatewayConfig(upstream=fake_url))) as url,
+    ):
+        client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
+        history = anthropic_history(f"token: {GITHUB_TOKEN}\n")
+        client.messages.create(model="claude-fake", max_tokens=64, messages=history)
+        client.close()
+
+    assert GITHUB_TOKEN.encode() not in fake.received[-1].body
+    forwarded = fake.received[-1].json()["messages"][2]["content"][0]["content"]
+    assert forwarded.startswith(MARKER + " withheld (rejected: credential_detected)")
 
 
 def test_a_malformed_request_gets_a_provider_shaped_error_and_the_next_one_is_served(

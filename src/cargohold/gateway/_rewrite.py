@@ -7,6 +7,11 @@ scope, the slot's kind and tool, and the SHA-256 of its bytes (the digest the re
 of, about 1.3 ms for 2 MiB), and kept only while its artifact still reads back in that scope.
 Same bytes, same stub: the rewrite of a message is the same on every turn, so the provider's
 prompt cache keeps hitting.
+
+A slot below the heavy threshold stays inline, under the secrets policy of its tool like every
+surface's results (:meth:`Offloader.secrets_policy_for`): a credential in it is redacted (with
+the note of the kinds and lines), masked, or the slot withheld (``reject``), the same bytes on
+every turn.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cargohold._events import OffloadOutcome
+from cargohold._events import OffloadOutcome, Reason
+from cargohold._secrets import redaction_note, screen_text
+from cargohold._stub import MARKER
 from cargohold.compact._model import RESULT
 from cargohold.gateway._persisted import spilled_file
 
@@ -42,12 +49,15 @@ class RewriteCounts:
         reused: Slots replaced by the stub of an earlier turn, without projecting again.
         bytes_kept_out: Bytes of the replaced slots.
         compacted: Results the compaction cleared.
+        screened: Inline slots forwarded with their credentials redacted or masked, or
+            withheld (their tool's secrets policy).
     """
 
     offloaded: int = 0
     reused: int = 0
     bytes_kept_out: int = 0
     compacted: int = 0
+    screened: int = 0
 
 
 @dataclass(slots=True)
@@ -101,9 +111,15 @@ class Rewriter:
                             stubs[slot.kind, slot.part] = spilled
                             continue
                     if len(slot.body) * 4 < limit:  # at most 4 UTF-8 bytes a character
+                        screened = _screened(hold, slot.kind, slot.tool, slot.body, counts)
+                        if screened is not None:
+                            stubs[slot.kind, slot.part] = screened
                         continue
                     data = slot.body.encode("utf-8", "surrogatepass")
                     if len(data) < limit:
+                        screened = _screened(hold, slot.kind, slot.tool, slot.body, counts)
+                        if screened is not None:
+                            stubs[slot.kind, slot.part] = screened
                         continue
                     stub = self._stub(
                         hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts
@@ -189,4 +205,32 @@ class Rewriter:
                 while len(self._stubs) > self.cache_size:
                     self._stubs.popitem(last=False)
         # Rejected or failed: the offloader's bounded stub without the body, never the body.
-        return offload.text
+        return offload.model_text  # an inline redacted body: the note of what, its final line
+
+
+def _screened(
+    hold: Hold, kind: str, tool: str | None, body: str, counts: RewriteCounts
+) -> str | None:
+    """An inline slot under its tool's secrets policy: ``None`` when it holds no credential
+    (it is forwarded as the client sent it), else what is forwarded in its place.
+
+    Deterministic (the same body gives the same text), so the prompt cache keeps hitting; no
+    event, since the slot is resent and screened again on every turn.
+    """
+    policy = hold.offloader.secrets_policy_for(tool)
+    screened = screen_text(body, policy)
+    if screened == body:
+        return None
+    counts.screened += 1
+    if screened is None:
+        what = "tool result" if kind == RESULT else "tool input"
+        return (
+            f"{MARKER} withheld (rejected: {Reason.CREDENTIAL_DETECTED.value}): this {what} "
+            "held a credential and its tool's secrets policy is reject."
+        )
+    note = redaction_note(screened.encode("utf-8", "surrogatepass"), stored=False)
+    if not note:  # masked in place: no marker to name
+        return screened
+    if screened and not screened.endswith("\n"):
+        screened += "\n"
+    return f"{screened}{MARKER} {note}"
