@@ -137,6 +137,7 @@ def test_importing_cargohold_or_its_harness_never_imports_pytest() -> None:
 PUBLIC_PACKAGES = [
     "cargohold",
     "cargohold.envelopes",
+    "cargohold.gateway",
     "cargohold.guard",
     "cargohold.langchain",
     "cargohold.mcp",
