@@ -18,6 +18,8 @@ from cargohold.guard import (
     ContextWindowUnknownError,
     Decision,
     Guard,
+    count_request_tokens,
+    estimate_request_tokens,
     window_for,
 )
 from guard_fixtures import KiB, data_url, raw, reporter
@@ -276,3 +278,22 @@ def test_a_strict_guard_passes_known_models_and_declared_windows() -> None:
     assert strict.check(request("hello", model="gpt-4o"), format="openai-chat").window
     skipped = strict.check(request("hi", model="other"), format="openai-chat", check_window=False)
     assert skipped.decided_by is Decision.SKIPPED
+
+
+def test_the_public_measures_are_the_figures_the_window_check_uses() -> None:
+    body = request(WORDS, DIGITS, data_url(2 * KiB))
+    estimated = estimate_of(body)
+    window = math.floor(estimated * 1.1)  # in the band: the tokenizer settles it
+    report = Guard(windows={"tiny-model": window * 10}, margin=0).check(body, format="openai-chat")
+    settled = Guard(windows={"tiny-model": window}, margin=0)
+    try:
+        counted = settled.check(body, format="openai-chat").counted_tokens
+    except ContextWindowExceededError as error:
+        counted = error.tokens
+
+    assert estimate_request_tokens(body, format="openai-chat") == report.estimated_tokens
+    assert count_request_tokens(body, format="openai-chat") == counted
+    seen: list[str] = []
+    assert count_request_tokens(body, format="openai-chat", count=lambda t: seen.append(t) or 1)
+    assert DIGITS in seen
+    assert count_request_tokens(body, format="openai-chat", count=lambda text: None) is None
