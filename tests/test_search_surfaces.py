@@ -1,8 +1,8 @@
 """artifact_search on every surface: ``cargohold mcp`` and ``cargohold proxy`` over stdio with the
 official SDK client, the LangChain read tools and the OpenAI Agents adapter's read tools.
 
-The process tests run the real command line against a local store, so they need the local
-store's search (the store side); the in-process ones run on the memory store.
+The process tests run the real command line against a local store; the in-process ones run on
+the memory store.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ require("mcp", "mcp")
 import cargohold  # noqa: E402 - after the extra's check
 from cargohold import parse_segment  # noqa: E402
 from mcp_fixtures import HEAVY_SERVER, Connected, child_env, cli, connect, stdio  # noqa: E402
-from search_fixtures import patch_facade_search  # noqa: E402
 
 sys.path.insert(0, str(HEAVY_SERVER.parent))
 import heavy_server  # noqa: E402 - the upstream's own generators
@@ -30,11 +29,6 @@ import heavy_server  # noqa: E402 - the upstream's own generators
 SCOPE = {"tenant": "acme", "user": "ana", "session": "search-server"}
 NOTES = b"release notes\nthe payments service retries on TimeoutError now\nnothing else\n"
 THEIRS = b"a body of another session: payments ledger\n" * 100
-
-
-@pytest.fixture(autouse=True)
-def _facade_search(monkeypatch: pytest.MonkeyPatch) -> None:
-    patch_facade_search(monkeypatch)  # in-process only; the processes use the store's own
 
 
 # -- cargohold mcp ------------------------------------------------------------------------------

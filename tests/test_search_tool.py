@@ -10,7 +10,6 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,14 +23,12 @@ from cargohold import (
     Hold,
     MemoryStore,
     Ref,
-    Scope,
     ToolAnswer,
     UsageError,
     parse_segment,
 )
 from cargohold._toolspecs import SPECS
 from cargohold.cli import ExitCode, cli
-from search_fixtures import patch_facade_search
 
 TENANT, USER, SESSION = "tenant-acme", "user-ana", "session-1"
 
@@ -58,53 +55,9 @@ def open_hold(store: Any = "memory://", *, session: str = SESSION, sinks: Any = 
     return cargohold.open(store, tenant=TENANT, user=USER, session=session, sinks=sinks)
 
 
-class _ScanningStore(MemoryStore):
-    """Interim stand-in for the memory backend's search (H1 builds it): an index of each put's
-    lowercased text, written at put time (so a body corrupted later is still a hit, as in a
-    real index); a search takes the scope's unexpired entries holding every term, ranked by
-    term count, ties by digest."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.index: dict[tuple[str, str, str, str], str] = {}
-
-    def put(self, scope: Scope, data: Any, request: Any) -> Any:
-        from cargohold._text import looks_binary
-
-        result = super().put(scope, data, request)
-        body = bytes(data)
-        if not looks_binary(body, result.record.media_type):
-            key = (*scope.owner, result.ref.digest)
-            self.index[key] = body.decode("utf-8", "replace").lower()
-        return result
-
-    def search(self, scope: Scope, query: str, *, limit: int) -> list[Any]:
-        terms = [term.lower() for term in query.split()]
-        scored = []
-        for found in self.artifacts(scope):
-            text = self.index.get((*scope.owner, found.ref.digest))
-            if text is None or not self.stat(scope, found.ref).ok:
-                continue
-            if all(term in text for term in terms):
-                score = float(sum(text.count(term) for term in terms))
-                scored.append(SimpleNamespace(ref=found.ref, score=score))
-        scored.sort(key=lambda hit: (-hit.score, hit.ref.digest))
-        return scored[:limit]
-
-
-@pytest.fixture(autouse=True)
-def _facade_search(monkeypatch: pytest.MonkeyPatch) -> None:
-    patch_facade_search(monkeypatch)
-
-
-def memory_store() -> MemoryStore:
-    """The memory backend, with its own search once it has one (the stand-in until then)."""
-    return MemoryStore() if hasattr(MemoryStore, "search") else _ScanningStore()
-
-
 @pytest.fixture
 def backend() -> Iterator[MemoryStore]:
-    store = memory_store()
+    store = MemoryStore()
     try:
         yield store
     finally:
@@ -239,7 +192,7 @@ def test_a_budget_too_small_for_one_heading_is_over_budget_with_nothing_shown(
 
 def test_another_sessions_artifacts_never_appear_and_change_nothing_in_the_answer() -> None:
     def answer_facts(with_other: bool) -> tuple[str, dict[str, Any]]:
-        store = memory_store()
+        store = MemoryStore()
         try:
             if with_other:
                 with open_hold(store, session="session-2") as other:
@@ -438,7 +391,7 @@ WEIRD = "weird \\ \\E [ (?i) \x01x a|b 😀 café Straße \u0130 text\n".encode(
 def test_any_query_is_an_answer_within_its_budget_or_invalid_arguments(
     query: str, budget: int
 ) -> None:
-    store = memory_store()
+    store = MemoryStore()
     try:
         with open_hold(store) as hold:
             put(hold, WEIRD)
