@@ -294,9 +294,30 @@ def test_a_small_result_holding_a_credential_reaches_the_model_redacted(
 
     assert model.received[1][-1].content == (
         "REGION=eu-west-1\nAWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+        "[cargohold] credentials redacted from this result: aws_access_key_id (line 2)"
     )
     offloads = [e for e in sink.events if e.operation == "offload"]
     assert [(e.outcome, e.reason) for e in offloads] == [("inline", "credential_redacted")]
+
+
+def test_small_data_holding_a_credential_reaches_the_model_as_json_with_the_note_last(
+    hold: cargohold.Hold,
+) -> None:
+    key = _fake_key_id(4)
+
+    @tool
+    def sts() -> dict[str, Any]:
+        """Temporary credentials."""
+        return {"AccessKeyId": key, "Expiration": 3600}
+
+    model = scripted(call("sts", "c1"), AIMessage("done"))
+    agent = create_agent(model, tools=[sts], middleware=[CargoholdMiddleware(hold)])
+
+    agent.invoke({"messages": [HumanMessage("creds?")]}, thread("t-sts"))
+
+    data, note = str(model.received[1][-1].content).split("\n")
+    assert json.loads(data) == {"AccessKeyId": "[REDACTED:aws_access_key_id]", "Expiration": 3600}
+    assert note == "[cargohold] credentials redacted from this result: aws_access_key_id (line 1)"
 
 
 @pytest.mark.parametrize("shape", ["tool class", "command"])
@@ -325,7 +346,10 @@ def test_a_small_credential_in_a_message_langchain_made_reaches_the_model_redact
     agent.invoke({"messages": [HumanMessage("env?")]}, thread("t-env-" + shape[:4]))
 
     content = str(model.received[1][-1].content)
-    assert content == "deploying with AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]"
+    assert content == (
+        "deploying with AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+        "[cargohold] credentials redacted from this result: aws_access_key_id (line 1)"
+    )
     assert all(key not in str(m.content) for m in model.received[1])
 
 

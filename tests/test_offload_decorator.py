@@ -158,8 +158,25 @@ def test_a_result_holding_a_credential_returns_it_redacted_never_the_value(
 
     returned = env_dump()
 
-    assert returned == "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n" + "x = 1\n" * 10
+    assert returned == (
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+        + "x = 1\n" * 10
+        + "[cargohold] credentials redacted from this result: aws_access_key_id (line 1)"
+    )
     assert key not in returned
+
+
+def test_data_holding_a_credential_returns_as_data_redacted_with_no_note_field(
+    hold: cargohold.Hold,
+) -> None:
+    key = "AKIA" + "Q" * 16
+
+    @cargohold.offload_tool(hold)
+    def sts() -> dict[str, Any]:
+        return {"AccessKeyId": key, "Expiration": 3600}
+
+    # Data stays data of the caller's own shape: a note field could clash with its keys.
+    assert sts() == {"AccessKeyId": "[REDACTED:aws_access_key_id]", "Expiration": 3600}
 
 
 def test_an_exception_of_the_function_propagates_and_nothing_is_decided(

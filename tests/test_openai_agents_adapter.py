@@ -279,10 +279,34 @@ def test_a_small_result_holding_a_credential_reaches_the_model_redacted(
 
     assert _outputs(model.calls[1]) == [
         "REGION=eu-west-1\nAWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\nDEBUG=0\n"
+        "[cargohold] credentials redacted from this result: aws_access_key_id (line 2)"
     ]
     assert key not in json.dumps(model.calls[1].input, default=str)
     (event,) = [e for e in sink.events if e.operation == "offload"]
     assert (event.outcome, event.reason) == ("inline", "credential_redacted")
+
+
+def test_small_data_holding_a_credential_reaches_the_model_as_json_with_the_note_last(
+    cargo: AgentsAdapter,
+) -> None:
+    key = _fake_key_id(4)
+
+    @function_tool
+    def sts() -> dict[str, Any]:
+        """Temporary credentials."""
+        return {"AccessKeyId": key, "Expiration": 3600}
+
+    model = ScriptedModel([[function_call("sts", {}, call_id="s-1")], [assistant_message("ok")]])
+
+    _run(
+        Agent(name="a", model=model, tools=cargo.wrap_tools([sts])), "?", run_config=_config(cargo)
+    )
+
+    (output,) = _outputs(model.calls[1])
+    data, note = output.split("\n")
+    assert json.loads(data) == {"AccessKeyId": "[REDACTED:aws_access_key_id]", "Expiration": 3600}
+    assert note == "[cargohold] credentials redacted from this result: aws_access_key_id (line 1)"
+    assert key not in json.dumps(model.calls[1].input, default=str)
 
 
 def test_a_small_credential_from_an_unwrapped_tool_is_redacted_by_the_input_filter(
@@ -301,7 +325,10 @@ def test_a_small_credential_from_an_unwrapped_tool_is_redacted_by_the_input_filt
 
     _run(Agent(name="a", model=model, tools=[show_env]), "?", run_config=_config(cargo))
 
-    assert _outputs(model.calls[1]) == ["AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"]
+    assert _outputs(model.calls[1]) == [
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+        "[cargohold] credentials redacted from this result: aws_access_key_id (line 1)"
+    ]
     assert key not in json.dumps(model.calls[1].input, default=str)
 
 
@@ -335,7 +362,10 @@ def test_a_small_credential_in_a_hosted_mcp_result_is_redacted_by_the_input_filt
     )
 
     (mcp_item,) = [i for i in model.calls[1].input if i.get("type") == "mcp_call"]
-    assert mcp_item["output"] == "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+    assert mcp_item["output"] == (
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]\n"
+        "[cargohold] credentials redacted from this result: aws_access_key_id (line 1)"
+    )
     assert key not in json.dumps(model.calls[1].input, default=str)
 
 

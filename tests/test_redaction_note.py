@@ -16,6 +16,8 @@ from cargohold import Budget, MemoryStore, Offloader, Ref, Scope, ScopedStore, r
 
 KiB = 1024
 NOTE = "credentials redacted before storing: "
+INLINE_NOTE = "[cargohold] credentials redacted from this result: "
+"""The note of a result that stayed inline: it was never stored, so it says "from this result"."""
 # A GitHub token's shape (the prefix and 36 characters); assembled so no scanner flags this file.
 TOKEN = "gh" + "p_" + "Zq7" * 12
 
@@ -122,7 +124,7 @@ def test_a_small_mcp_text_part_is_redacted_in_place_and_followed_by_its_note(
     assert isinstance(first, TextContent)
     assert json.loads(first.text) == {"remote": "origin", "token": "[REDACTED:github_token]"}
     assert isinstance(note, TextContent)
-    assert note.text == "[cargohold] " + NOTE + "github_token (line 1)"
+    assert note.text == INLINE_NOTE + "github_token (line 1)"
 
 
 def test_a_redacted_embedded_resource_keeps_its_uri(tmp_path: Path) -> None:
@@ -161,7 +163,7 @@ def test_small_redacted_structured_content_stays_data_and_its_note_joins_the_con
 
     assert offloaded.structured_content == {"token": "[REDACTED:github_token]", "ok": True}
     assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [
-        "[cargohold] " + NOTE + "github_token (line 1)"
+        INLINE_NOTE + "github_token (line 1)"
     ]
 
 

@@ -915,7 +915,12 @@ def test_by_default_a_small_result_holding_any_kind_stays_inline_redacted(
     assert lines[-2:] == ["done", ""]
     assert _marker_lines(result.content.encode()) == {kind.value: [2] for kind in fake.kinds}
     assert [(f.kind, f.line) for f in result.redacted] == [(kind, 2) for kind in fake.kinds]
-    assert result.value_for(value) == result.content
+    # The model gets the rest of the result and, as its final line, a note of what was
+    # redacted: kinds and lines, never a value, and never "before storing" (nothing was stored).
+    note = result.note
+    assert note.startswith("[cargohold] credentials redacted from this result: ")
+    assert _listed_lines(note) == {kind.value: [2] for kind in fake.kinds}
+    assert result.value_for(value) == result.content + note
     assert result.event.context_bytes == len(result.content.encode())
     _assert_nowhere(result, stream, caplog, fake.values)
 
@@ -1326,7 +1331,7 @@ def test_a_small_mcp_result_holding_a_credential_reaches_the_client_redacted(
     redacted = "remote configured\ntoken: [REDACTED:github_token]\n"
     assert [part.text for part in offloaded.content if isinstance(part, TextContent)] == [
         redacted,
-        "[cargohold] credentials redacted before storing: github_token (line 2)",
+        "[cargohold] credentials redacted from this result: github_token (line 2)",
     ]
     assert offloaded.structured_content == {"result": redacted, "ok": True}
 

@@ -54,6 +54,7 @@ from cargohold._secrets import (
     mask_secrets,
     policy_for,
     redact_secrets,
+    redaction_note,
 )
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
@@ -109,23 +110,60 @@ class OffloadResult:
             return self.content
         return f"[cargohold] inline binary result of {len(self.content):,} bytes"
 
+    @property
+    def note(self) -> str:
+        """The note of what was redacted from an inline result, for the model: one line,
+        ``[cargohold] credentials redacted from this result: <kinds and lines>`` (lines of
+        :attr:`content`, the copy the model gets); empty when nothing was redacted or the
+        result did not stay inline (a stub carries its own note). Never a value."""
+        if self.outcome is not OffloadOutcome.INLINE or not self.redacted:
+            return ""
+        data = self.content
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        note = redaction_note(data, _NOTE_BYTES, stored=False)
+        return f"{MARKER} {note}" if note else ""
+
+    @property
+    def model_text(self) -> str:
+        """What a surface that hands on one string gives the model: :attr:`text`, then
+        :attr:`note` as its own final line when there is one."""
+        return with_note(self.text, self.note)
+
     def value_for(self, original: object) -> object:
         """What a surface hands on in place of the tool's ``original`` value.
 
         ``original`` itself when it stays inline unchanged; its redacted copy when credentials
-        were redacted from an inline result (text as text, bytes as bytes, JSON data parsed
-        back, so a typed caller keeps its type); otherwise the stub or notice text.
+        were redacted from an inline result: text as text with :attr:`note` as its final line,
+        bytes as bytes, JSON data parsed back with no note (a key added to a caller's data could
+        clash with its own, and a typed caller keeps its type; a surface that turns the data
+        into a message string adds :attr:`note` there); otherwise the stub or notice text.
         """
         if self.outcome is not OffloadOutcome.INLINE:
             return self.text
         if not self.redacted:
             return original
-        if isinstance(original, str | bytes | bytearray | memoryview):
+        if isinstance(original, str):
+            return self.model_text if isinstance(self.content, str) else self.content
+        if isinstance(original, bytes | bytearray | memoryview):
             return self.content
         try:  # markers sit inside JSON strings and need no escaping: the document parses
             return json.loads(self.content)
         except ValueError:
             return self.content
+
+
+_NOTE_BYTES = 512
+"""The most a redaction note takes, marker included (every kind is named well within it)."""
+
+
+def with_note(text: str, note: str) -> str:
+    """``text`` with ``note`` as its own final line (``text`` itself when ``note`` is empty)."""
+    if not note:
+        return text
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + note
 
 
 def encode_value(value: object, media_type: str | None) -> tuple[bytes, str, bool]:

@@ -762,9 +762,11 @@ def screen_text(text: str, policy: str = DEFAULT_POLICY) -> str | None:
 _MARKER = re.compile(rb"\[REDACTED:([a-z_]{1,40})\]")
 
 
-def redaction_note(data: bytes, limit: int = 512) -> str:
+def redaction_note(data: bytes, limit: int = 512, *, stored: bool = True) -> str:
     """``credentials redacted before storing: <kinds and lines>`` for the markers
     :func:`redact_secrets` left in ``data``, at most ``limit`` UTF-8 bytes; empty when none.
+    With ``stored=False`` (bytes that were never stored: an inline result) it reads
+    ``credentials redacted from this result: ...``.
 
     Read from the bytes themselves, so any view of stored bytes can say what was taken out
     (a marker a tool wrote itself is named too: it names no value either).
@@ -783,7 +785,8 @@ def redaction_note(data: bytes, limit: int = 512) -> str:
         found.append(SecretFinding(kind, line, match.start(), match.end()))
     if not found:
         return ""
-    text = f"credentials redacted before storing: {describe_findings(found)}"
+    where = "before storing" if stored else "from this result"
+    text = f"credentials redacted {where}: {describe_findings(found)}"
     raw = text.encode()
     if len(raw) <= limit:
         return text

@@ -66,7 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
 from cargohold._events import OffloadOutcome
 from cargohold._hold import Hold
-from cargohold._offload import OffloadResult
+from cargohold._offload import OffloadResult, with_note
 from cargohold._tools import ToolAnswer
 from cargohold._toolspecs import SPECS, ToolSpec
 from cargohold.compact import CompactionPolicy
@@ -405,6 +405,7 @@ def _decided(decision: OffloadResult, value: object, *, pair: bool, decided: lis
     if isinstance(decision.content, bytes):  # small bytes: as text when they are UTF-8
         with contextlib.suppress(UnicodeDecodeError):
             text = decision.content.decode("utf-8")
+    text = with_note(text, decision.note)  # what was redacted, as the text's final line
     decided.append(text)
     if pair:
         assert isinstance(value, tuple)  # checked by _raw
@@ -470,9 +471,9 @@ def _tool_name(message: ToolMessage, request: ToolCallRequest) -> str:
 def _settle(settled: dict[int, ToolMessage], message: ToolMessage, decision: OffloadResult) -> None:
     # Inline and recovered content stay as LangChain made them, unless credentials were
     # redacted from it: then the redacted copy replaces the content (the text or, for blocks,
-    # their JSON with the markers in place).
+    # their JSON with the markers in place), the note of what was redacted as its final line.
     if decision.outcome not in _UNCHANGED or decision.redacted:
-        settled[id(message)] = message.model_copy(update={"content": decision.text})
+        settled[id(message)] = message.model_copy(update={"content": decision.model_text})
 
 
 def _replaced(result: _Result, settled: dict[int, ToolMessage]) -> _Result:

@@ -19,10 +19,10 @@ heavy threshold for the producing tool:
 
 A credential in a part is redacted by default (the secrets policy): a part kept inline stays in
 place as its redacted copy (an embedded resource keeps its URI and type) and a text part
-follows it with the note of what was redacted (``credentials redacted before storing: <kinds
-and lines>``), apart, so text that is JSON still parses; redacted structured content is handed
-on as data, its note in the content. A stub names the redaction itself, and the structured stub
-object carries it as ``redacted`` (each kind with its first line numbers).
+follows it with the note of what was redacted (``credentials redacted from this result:
+<kinds and lines>``), apart, so text that is JSON still parses; redacted structured content is
+handed on as data, its note in the content. A stub names the redaction itself, and the
+structured stub object carries it as ``redacted`` (each kind with its first line numbers).
 
 What is refused (a credential under the ``reject`` policy, a quota) or cannot be stored leaves
 a bounded notice in its place, never the raw part. ``resource_link`` parts pass (they are
@@ -63,7 +63,7 @@ from pydantic import BaseModel
 from cargohold._errors import UsageError
 from cargohold._events import OffloadOutcome
 from cargohold._records import normalize_media_type
-from cargohold._secrets import redaction_note, screen_text
+from cargohold._secrets import screen_text
 
 if TYPE_CHECKING:
     from cargohold._hold import Hold
@@ -492,16 +492,15 @@ def _replacement(decided: OffloadResult, *, text: str | None = None) -> list[Con
     return parts
 
 
-_NOTE_PREFIX: Final = "[cargohold] credentials redacted before storing: "
+_NOTE_PREFIX: Final = "[cargohold] credentials redacted from this result: "
 
 
 def _note(decided: OffloadResult) -> list[ContentBlock]:
     """The note of what was redacted from an inline result, as its own text part (none when
     nothing was): apart from the result, so a text that is JSON still parses."""
-    if not decided.redacted or not isinstance(decided.content, str):
+    if not isinstance(decided.content, str):
         return []
-    note = redaction_note(decided.content.encode("utf-8", "surrogatepass"))
-    return [TextContent(text=f"[cargohold] {note}")] if note else []
+    return [TextContent(text=decided.note)] if decided.note else []
 
 
 def _is_note(part: ContentBlock) -> bool:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from cargohold._errors import StoreError
 from cargohold._events import OffloadOutcome
+from cargohold._offload import with_note
 from cargohold._secrets import find_secrets
 from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._segment import parse_segment
@@ -124,8 +125,10 @@ class ToolOutputs:
         decided = await self._hold.aoffload(value, tool=tool)
         content = decided.content
         if isinstance(content, bytes):  # small binary: text if it is text, else described
-            return content.decode("utf-8") if looks_textual(content) else decided.text
-        return content
+            text = content.decode("utf-8") if looks_textual(content) else decided.text
+        else:
+            text = content
+        return with_note(text, decided.note)  # what was redacted: the JSON's final line
 
     async def payload(
         self, encoded: str, tool: str | None, *, media_type: str | None, force: bool = False
@@ -155,7 +158,8 @@ class ToolOutputs:
                 return None if not force else await self._store(raw, media, tool, REF)
             decided = await self._hold.aoffload(raw, tool=tool, media_type=media)
             unchanged = decided.outcome is OffloadOutcome.INLINE and not decided.redacted
-            return None if unchanged else decided.text  # redacted bytes: described, never sent
+            # Redacted bytes: described (with the note of what was redacted), never sent.
+            return None if unchanged else decided.model_text
         if disposition.kind is not DispositionKind.TOOL:
             disposition = REF  # inline over the threshold, and provider_native: by ref
         return await self._store(raw, media, tool, disposition)
