@@ -461,6 +461,35 @@ def test_a_small_result_of_a_tool_whose_policy_is_reject_is_withheld(tmp_path: P
     assert forwarded.startswith(MARKER + " withheld (rejected: credential_detected)")
 
 
+def test_the_gateways_totals_count_what_each_request_kept_out_reused_turns_included() -> None:
+    fake = FakeProvider()
+    events = cargohold.ListSink()
+    body = heavy_log()
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw", sinks=[events]) as hold,
+        serve(fake.app()) as fake_url,
+    ):
+        app = build_app(hold, GatewayConfig(upstream=fake_url))
+        with serve(app) as url:
+            client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
+            for _ in range(3):
+                client.messages.create(
+                    model="claude-fake", max_tokens=64, messages=anthropic_history(body)
+                )
+            client.messages.create(
+                model="claude-fake", max_tokens=64, messages=anthropic_history("ok")
+            )
+            client.close()
+        totals = app.state.rewriter.totals
+
+    [offload] = [e for e in events.events if e.operation == "offload"]
+    assert offload.estimated_tokens > 0
+    assert (totals.requests, totals.changed) == (4, 3)
+    assert (totals.counts.offloaded, totals.counts.reused) == (1, 2)
+    assert totals.counts.bytes_kept_out == 3 * len(body.encode())
+    assert totals.counts.tokens_kept_out == 3 * offload.estimated_tokens
+
+
 def test_a_malformed_request_gets_a_provider_shaped_error_and_the_next_one_is_served(
     gw: Rig,
 ) -> None:

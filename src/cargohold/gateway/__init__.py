@@ -35,13 +35,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     ) from exc
 
 from cargohold.gateway._app import SESSION_HEADER, GatewayConfig, ResponseCut, build_app
-from cargohold.gateway._rewrite import RewriteCounts, Rewriter
+from cargohold.gateway._rewrite import RewriteCounts, Rewriter, RewriteTotals
 
 __all__ = [
     "SESSION_HEADER",
     "GatewayConfig",
     "ResponseCut",
     "RewriteCounts",
+    "RewriteTotals",
     "Rewriter",
     "build_app",
 ]

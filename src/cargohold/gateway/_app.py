@@ -130,6 +130,10 @@ def build_app(
             default one, a request's ``x-cargohold-session`` header derives another session.
         config: Where and how to forward.
         transport: The httpx transport to the upstream (tests; the default opens connections).
+
+    Returns:
+        The app; ``app.state.rewriter`` is its :class:`Rewriter`, whose
+        :attr:`Rewriter.totals` sum what every request kept out (bytes, estimated tokens).
     """
     config = config or GatewayConfig()
     rewriter = Rewriter(compact=config.compact, tool_results=config.tool_results)
@@ -199,10 +203,12 @@ def build_app(
         response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in relayed]
         return response
 
-    return Starlette(
+    app = Starlette(
         routes=[Route("/{path:path}", handle, methods=_METHODS)],
         lifespan=lifespan,
     )
+    app.state.rewriter = rewriter  # its totals: bytes and tokens kept out, per request summed
+    return app
 
 
 def _provider_for(request: Request) -> Provider | None:

@@ -48,6 +48,8 @@ class RewriteCounts:
         offloaded: Slots stored and replaced by a stub on this request.
         reused: Slots replaced by the stub of an earlier turn, without projecting again.
         bytes_kept_out: Bytes of the replaced slots.
+        tokens_kept_out: Estimated tokens of the replaced slots (each slot's offload decision's
+            estimate, the same on a turn that reuses its stub).
         compacted: Results the compaction cleared.
         screened: Inline slots forwarded with their credentials redacted or masked, or
             withheld (their tool's secrets policy).
@@ -56,8 +58,34 @@ class RewriteCounts:
     offloaded: int = 0
     reused: int = 0
     bytes_kept_out: int = 0
+    tokens_kept_out: int = 0
     compacted: int = 0
     screened: int = 0
+
+    def add(self, other: RewriteCounts) -> None:
+        """Add ``other``'s figures to these (a running total of requests)."""
+        self.offloaded += other.offloaded
+        self.reused += other.reused
+        self.bytes_kept_out += other.bytes_kept_out
+        self.tokens_kept_out += other.tokens_kept_out
+        self.compacted += other.compacted
+        self.screened += other.screened
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteTotals:
+    """The figures of every request one :class:`Rewriter` rewrote since it was made.
+
+    Attributes:
+        requests: Requests rewritten (refused ones included: the guard runs last).
+        changed: Requests forwarded with at least one slot replaced.
+        counts: The sum of the requests' :class:`RewriteCounts` (a stub reused on every turn
+            counts on every turn: it kept its bytes out of each of those requests).
+    """
+
+    requests: int
+    changed: int
+    counts: RewriteCounts
 
 
 @dataclass(slots=True)
@@ -79,10 +107,21 @@ class Rewriter:
     tool_results: Path | None = field(default=None, repr=False)  # a path: not in the repr
     cache_size: int = 4096
     recheck_seconds: float = 30.0
-    _stubs: OrderedDict[_CacheKey, tuple[str, str, float]] = field(
+    _stubs: OrderedDict[_CacheKey, tuple[str, str, float, int]] = field(
         default_factory=OrderedDict, repr=False
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _requests: int = field(default=0, repr=False)
+    _changed: int = field(default=0, repr=False)
+    _sum: RewriteCounts = field(default_factory=RewriteCounts, repr=False)
+
+    @property
+    def totals(self) -> RewriteTotals:
+        """Every request's figures so far, summed (a copy: later requests do not change it)."""
+        with self._lock:
+            counts = RewriteCounts()
+            counts.add(self._sum)
+            return RewriteTotals(requests=self._requests, changed=self._changed, counts=counts)
 
     def rewrite(
         self, hold: Hold, provider: Provider, request: dict[str, Any]
@@ -95,6 +134,20 @@ class Rewriter:
             ContextWindowExceededError: the request exceeds the model's window less the margin.
         """
         counts = RewriteCounts()
+        try:
+            result = self._rewrite(hold, provider, request, counts)
+        finally:
+            with self._lock:  # a refused request counts too: its slots were stored
+                self._requests += 1
+                self._sum.add(counts)
+        if result is not request:
+            with self._lock:
+                self._changed += 1
+        return result, counts
+
+    def _rewrite(
+        self, hold: Hold, provider: Provider, request: dict[str, Any], counts: RewriteCounts
+    ) -> Any:
         fmt = provider.format
         messages = fmt.messages(request)
         result: Any = request
@@ -137,7 +190,7 @@ class Rewriter:
             counts.compacted = report.cleared
         model = result.get("model") if isinstance(result, dict) else None
         hold.guard(result, format=provider.name, model=model if isinstance(model, str) else None)
-        return result, counts
+        return result
 
     def _spilled(
         self, hold: Hold, tool: str | None, notice: str, counts: RewriteCounts
@@ -190,18 +243,22 @@ class Rewriter:
                 self._stubs.move_to_end(key)
         now = time.monotonic()
         if cached is not None:
-            ref, stub, checked = cached
+            ref, stub, checked, tokens = cached
             if now - checked < self.recheck_seconds or hold.info(ref).ok:
                 if now - checked >= self.recheck_seconds:
                     with self._lock:
-                        self._stubs[key] = (ref, stub, now)
+                        self._stubs[key] = (ref, stub, now, tokens)
                 counts.reused += 1
+                counts.tokens_kept_out += tokens
                 return stub
         offload = hold.offload(body, tool=tool, media_type=media_type)
         counts.offloaded += 1
+        # An inline answer (a spilled file under the threshold) keeps nothing out.
+        tokens = 0 if offload.outcome is OffloadOutcome.INLINE else offload.event.estimated_tokens
+        counts.tokens_kept_out += tokens
         if offload.outcome in _REUSABLE and offload.ref is not None:
             with self._lock:
-                self._stubs[key] = (str(offload.ref), offload.text, now)
+                self._stubs[key] = (str(offload.ref), offload.text, now, tokens)
                 while len(self._stubs) > self.cache_size:
                     self._stubs.popitem(last=False)
         # Rejected or failed: the offloader's bounded stub without the body, never the body.
