@@ -66,7 +66,13 @@ if _typing.TYPE_CHECKING:
         Usage,
     )
     from cargohold._ref import Ref
-    from cargohold._rehydrate import DEFAULT_READ_BUDGET, RehydrateResult, Rehydrator
+    from cargohold._rehydrate import (
+        DEFAULT_READ_BUDGET,
+        RehydrateResult,
+        Rehydrator,
+        SearchMatch,
+        SearchResult,
+    )
     from cargohold._scope import Scope
     from cargohold._secrets import SecretFinding, SecretKind, find_secrets, mask_secrets
     from cargohold._segment import SegmentInfo, parse_segment, render_segment
@@ -171,6 +177,8 @@ _EXPORTS: dict[str, str] = {
     "SchemaError": "cargohold._errors",
     "Scope": "cargohold._scope",
     "ScopedStore": "cargohold._facade",
+    "SearchMatch": "cargohold._rehydrate",
+    "SearchResult": "cargohold._rehydrate",
     "SecretFinding": "cargohold._secrets",
     "SecretKind": "cargohold._secrets",
     "SegmentInfo": "cargohold._segment",
@@ -274,6 +282,8 @@ __all__ = [
     "SchemaError",
     "Scope",
     "ScopedStore",
+    "SearchMatch",
+    "SearchResult",
     "SecretFinding",
     "SecretKind",
     "SegmentInfo",
