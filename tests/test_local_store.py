@@ -489,6 +489,8 @@ def test_an_index_of_the_first_schema_gains_the_parent_column_when_opened_and_ke
     with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
         # What the first schema looked like: the same tables, without the parent column.
         db.execute("ALTER TABLE artifacts DROP COLUMN parent")
+        db.execute("DROP TABLE search_text")
+        db.execute("DROP TABLE search_docs")
         db.execute("PRAGMA user_version = 1")
         db.commit()
 
@@ -503,7 +505,7 @@ def test_an_index_of_the_first_schema_gains_the_parent_column_when_opened_and_ke
     with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
         (version,) = db.execute("PRAGMA user_version").fetchone()
         columns = [row[1] for row in db.execute("PRAGMA table_info(artifacts)")]
-    assert version == 2
+    assert version == 3
     assert columns[-1] == "parent"
 
 
@@ -1099,7 +1101,8 @@ def test_a_malformed_row_is_left_out_of_listings_and_reported_by_verify(
 
     assert kept in listed
     assert scoped.read(kept).data == b"a sound artifact"
-    assert [f.kind for f in findings if f.kind != "orphan"] == ["corrupt"]
+    # A tampered key strands the row's blob (orphan) and may strand its search row too.
+    assert [f.kind for f in findings if f.kind not in ("orphan", "stray_index")] == ["corrupt"]
     assert all(f.digest is None or len(f.digest) == 64 for f in findings)
 
 
@@ -1264,3 +1267,82 @@ def test_cargohold_verify_prints_where_an_unknown_entry_lies(store_root: Path) -
     assert done.exit_code == 1
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("unknown")]
     assert line.endswith("(objects/README.txt)")
+
+
+def _to_version_2(root: Path) -> None:
+    """Make the index what a cargohold of schema 2 left: no search tables."""
+    with contextlib.closing(sqlite3.connect(root / "index.sqlite3")) as db:
+        db.execute("DROP TABLE search_text")
+        db.execute("DROP TABLE search_docs")
+        db.execute("PRAGMA user_version = 2")
+        db.commit()
+
+
+def test_an_index_of_schema_2_gains_a_search_index_of_its_text_artifacts_when_opened(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        text = scoped.put(b"an old needle\n").ref
+        scoped.put(b"needle\x00binary")
+    _to_version_2(store_root)
+
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        assert [hit.ref for hit in scoped.search("needle", limit=5)] == [text]
+        assert store.verify() == []
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+    assert version == 3
+
+
+def _drop_search_rows(root: Path) -> None:
+    with contextlib.closing(sqlite3.connect(root / "index.sqlite3")) as db:
+        db.execute("DELETE FROM search_text")
+        db.execute("DELETE FROM search_docs")
+        db.commit()
+
+
+def test_a_record_without_its_search_row_is_reported_by_verify_and_a_re_put_heals_it(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        ref = scoped.put(b"a needle to lose\n").ref
+        scoped.put(b"needle\x00binary")  # binary: never indexed, never reported
+        _drop_search_rows(store_root)
+
+        assert scoped.search("needle", limit=5) == []
+        assert [(f.kind, f.digest) for f in store.verify()] == [("unindexed", ref.digest)]
+        again = scoped.put(b"a needle to lose\n")
+
+        assert again.existing
+        assert [hit.ref for hit in scoped.search("needle", limit=5)] == [ref]
+        assert store.verify() == []
+
+
+def test_search_rows_left_without_their_record_are_reported_by_verify(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        ScopedStore(store, ALICE).put(b"a needle\n")
+        with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+            db.execute("DELETE FROM artifacts")
+            db.commit()
+
+        findings = store.verify()
+        assert "stray_index" in [f.kind for f in findings]
+        assert ScopedStore(store, ALICE).search("needle", limit=5) == []
+
+
+def test_gc_removes_an_expired_artifacts_search_rows(store_root: Path, clock: FakeClock) -> None:
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        scoped.put(b"needle short\n", ttl=100)
+        kept = scoped.put(b"needle long\n", ttl=1000).ref
+        clock.advance(500)
+        store.gc()
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        docs = db.execute("SELECT digest FROM search_docs").fetchall()
+        (texts,) = db.execute("SELECT count(*) FROM search_text").fetchone()
+    assert (docs, texts) == ([(kept.digest,)], 1)

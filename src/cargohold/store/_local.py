@@ -64,6 +64,7 @@ from cargohold._records import (
     PutResult,
     ReadOutcome,
     ReadResult,
+    Sensitivity,
     Usage,
 )
 from cargohold._ref import Ref
@@ -89,7 +90,15 @@ from cargohold.store._core import (
     verify_range,
 )
 from cargohold.store._protocol import Clock, Progress
-from cargohold.store._search import SearchHit, scan
+from cargohold.store._search import (
+    INDEX_BYTES,
+    SearchHit,
+    index_text,
+    match_expression,
+    ranked,
+    score,
+    search_terms,
+)
 
 if TYPE_CHECKING:  # imported when the pool is made: concurrent.futures costs a CLI ~7 ms
     from concurrent.futures import ThreadPoolExecutor
@@ -159,13 +168,38 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " AND substr(parent, 19) NOT GLOB '*[^0-9a-f]*'))",
         ),
     ),
+    (
+        3,
+        (
+            # The search index: one document per (owner, digest) of a text body, filled in the
+            # put's transaction and removed with the record. The FTS5 table keeps the indexed
+            # text (the first INDEX_BYTES, masked when restricted), which scores a hit from its
+            # own text: FTS5's bm25 would count every tenant's documents.
+            "CREATE TABLE search_docs (id INTEGER PRIMARY KEY, tenant TEXT NOT NULL,"
+            " user TEXT NOT NULL, session TEXT NOT NULL, digest TEXT NOT NULL,"
+            " UNIQUE (tenant, user, session, digest))",
+            "CREATE VIRTUAL TABLE search_text USING fts5(body,"
+            " tokenize = 'unicode61 remove_diacritics 0')",
+        ),
+    ),
 )
-"""Each step of the index after version 1: its version and the statements that reach it."""
+"""Each step of the index after version 1: its version and the statements that reach it.
+
+Version 3 adds the search index empty: artifacts written before it are found by search once
+put again (``verify`` names each one as ``unindexed``)."""
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 """The index version this cargohold reads and writes."""
 
 _RECORD_COLUMNS = RECORD_COLUMNS
+_UNINDEX_TEXT = (
+    "DELETE FROM search_text WHERE rowid IN (SELECT id FROM search_docs"
+    " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?)"
+)
+_UNINDEX_DOC = (
+    "DELETE FROM search_docs WHERE tenant = ? AND user = ? AND session = ? AND digest = ?"
+)
+_INDEXED = "SELECT 1 FROM search_docs WHERE tenant = ? AND user = ? AND session = ? AND digest = ?"
 _OWNED = " WHERE tenant = ? AND user = ? AND session = ?"
 # The column list is a constant of this module; every value is bound as a parameter.
 _SELECT_ONE = f"SELECT {_RECORD_COLUMNS} FROM artifacts{_OWNED} AND digest = ?"  # noqa: S608
@@ -388,7 +422,56 @@ class LocalStore:
                 if step > version:
                     for statement in statements:
                         db.execute(statement)
+            if version < 3:
+                self._index_existing(db)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _index_existing(self, db: sqlite3.Connection) -> None:
+        """Fill the new search index with every record's text body (the upgrade to version 3,
+        inside its transaction): each blob's first :data:`INDEX_BYTES` are read once. A
+        malformed row or a blob that is not there is left unindexed (``verify`` reports it)."""
+        rows = db.execute(
+            "SELECT tenant, user, session, digest, size, media_type, sensitivity FROM artifacts"
+        ).fetchall()
+        for tenant, user, session, digest, size, media_type, sensitivity in rows:
+            if not all(isinstance(part, str) for part in (user, session, media_type)):
+                continue
+            text = self._head_text(tenant, digest, size, media_type, sensitivity)
+            if isinstance(text, str):
+                self._add_doc(db, (tenant, user, session), digest, text)
+
+    def _head_text(
+        self, tenant: object, digest: object, size: object, media_type: str, sensitivity: object
+    ) -> str | bool | None:
+        """The search text of a stored blob (:func:`index_text` of its first bytes): ``None``
+        for a binary body, ``False`` when the blob cannot be opened as a write leaves it."""
+        if not isinstance(tenant, str) or not is_digest(digest) or not is_row_int(size):
+            return False
+        assert isinstance(digest, str)
+        assert isinstance(size, int)
+        fd = self._open_blob(tenant, digest, size)
+        if fd is None:
+            return False
+        try:
+            head = os.pread(fd, min(size, INDEX_BYTES), 0)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        label = sensitivity if isinstance(sensitivity, str) else Sensitivity.RESTRICTED
+        return index_text(head, media_type, label)
+
+    @staticmethod
+    def _add_doc(
+        db: sqlite3.Connection, owner: tuple[str, str, str], digest: str, text: str
+    ) -> None:
+        """One search document for ``(owner, digest)``, in the caller's transaction."""
+        (doc,) = db.execute(
+            "INSERT INTO search_docs (tenant, user, session, digest) VALUES (?, ?, ?, ?)"
+            " RETURNING id",
+            (*owner, digest),
+        ).fetchone()
+        db.execute("INSERT INTO search_text (rowid, body) VALUES (?, ?)", (doc, text))
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -533,13 +616,17 @@ class LocalStore:
         between a lookup and the write that relies on it.
         """
         write = prepare_write(data, request, self.limits)
+        # The text search indexes (None: binary, never indexed), made before any lock is taken.
+        text = index_text(write.data, write.media_type, write.sensitivity)
         with _translated():
-            fast = self._put_existing(scope, write)
+            fast = self._put_existing(scope, write, indexed=text is None)
             if fast is not None:
                 return fast
-            return self._put_new(scope, write)
+            return self._put_new(scope, write, text)
 
-    def _put_existing(self, scope: Scope, write: PreparedWrite) -> PutResult | None:
+    def _put_existing(
+        self, scope: Scope, write: PreparedWrite, *, indexed: bool
+    ) -> PutResult | None:
         """The cheap path: this owner already holds these bytes, alive for a while yet.
 
         One lookup and no write. It answers only when the record needs no extension: gc
@@ -547,14 +634,21 @@ class LocalStore:
         the TTL asked for. A record to extend (or expired, or absent) takes :meth:`_put_new`,
         which looks again and extends inside its write transaction. Extending here, after a
         lookup outside that transaction, lost writes: a gc could delete the row in between,
-        the UPDATE matched nothing, and the put still reported success.
+        the UPDATE matched nothing, and the put still reported success. A record without its
+        search row (``indexed`` false: the body is text and the row may be missing) takes the
+        write path too, which indexes it again.
         """
         with self._lock:
             row = self._index.execute(
                 _SELECT_ONE,
                 (*scope.owner, write.ref.digest),
             ).fetchone()
-        if row is None:
+            if not indexed and row is not None:
+                indexed = (
+                    self._index.execute(_INDEXED, (*scope.owner, write.ref.digest)).fetchone()
+                    is not None
+                )
+        if row is None or not indexed:
             return None
         record = record_from_row(row)
         now = self._clock()
@@ -569,7 +663,7 @@ class LocalStore:
         os.close(fd)
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
-    def _put_new(self, scope: Scope, write: PreparedWrite) -> PutResult:
+    def _put_new(self, scope: Scope, write: PreparedWrite, text: str | None) -> PutResult:
         """Write (or extend) the scope's record of these bytes in one write transaction.
 
         Inside it: the scope's record is looked up again (a live one is extended, never
@@ -645,6 +739,13 @@ class LocalStore:
                         " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                         (*scope.owner, digest),
                     )
+                    db.execute(_UNINDEX_TEXT, (*scope.owner, digest))
+                    db.execute(_UNINDEX_DOC, (*scope.owner, digest))
+                indexed = db.execute(_INDEXED, (*scope.owner, digest)).fetchone() is not None
+                if text is not None and not indexed:
+                    # Indexed in the put's transaction: a record and its search row commit
+                    # together (and a re-put writes a lost one again).
+                    self._add_doc(db, scope.owner, digest, text)
                 db.execute(
                     "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
@@ -842,7 +943,27 @@ class LocalStore:
         Raises:
             UsageError: a blank query, a ``limit`` outside 1..100.
         """
-        return scan(self, scope, query, limit)
+        terms = search_terms(query, limit)
+        if not terms:
+            return []
+        with self._lock:
+            rows = self._index.execute(
+                "SELECT d.digest, f.body FROM search_text f"
+                " JOIN search_docs d ON d.id = f.rowid"
+                " JOIN artifacts a ON a.tenant = d.tenant AND a.user = d.user"
+                " AND a.session = d.session AND a.digest = d.digest"
+                " WHERE search_text MATCH ? AND d.tenant = ? AND d.user = ? AND d.session = ?"
+                " AND a.expires > ?",
+                (match_expression(query), *scope.owner, self._clock()),
+            ).fetchall()
+        found: list[SearchHit] = []
+        for digest, text in rows:
+            # FTS5 finds the candidates; the shared scorer decides (the same answer as every
+            # backend's) from the row's own text. A malformed row is never followed.
+            points = score(text, terms) if is_digest(digest) and isinstance(text, str) else None
+            if points is not None:
+                found.append(SearchHit(Ref(digest), points))
+        return ranked(found, limit)
 
     def usage(self, scope: Scope) -> Usage:
         """The session's unexpired artifacts and their bytes (its quota's count)."""
@@ -952,6 +1073,9 @@ class LocalStore:
                 " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                 [tuple(row) for row in expired],
             )
+            # Their search rows go with them, in the same transaction.
+            db.executemany(_UNINDEX_TEXT, [tuple(row) for row in expired])
+            db.executemany(_UNINDEX_DOC, [tuple(row) for row in expired])
             db.executemany(
                 "DELETE FROM blobs WHERE tenant = ? AND digest = ?",
                 [(tenant, digest) for tenant, digest, _ in doomed],
@@ -1089,6 +1213,7 @@ class LocalStore:
             if progress is not None:
                 progress(index, len(sound))
         findings.extend(self._walk_objects(known))
+        findings.extend(self._index_findings())
         with os.scandir(self._staging) as entries:
             for name in sorted(entry.name for entry in entries):
                 state, _ = _staged_state(os.path.join(self._staging, name))
@@ -1107,6 +1232,35 @@ class LocalStore:
                 finding = _mode_finding(os.lstat(os.path.join(self._root, name)))
                 if finding is not None:
                     findings.append(finding)
+        return findings
+
+    def _index_findings(self) -> list[Finding]:
+        """The search index out of step with the records: a record of a text body without its
+        search row (``unindexed``: search cannot find it until its bytes are put again), and
+        search rows no record names (``stray_index``)."""
+        with self._lock:
+            missing = self._index.execute(
+                "SELECT a.tenant, a.digest, a.size, a.media_type, a.sensitivity FROM artifacts a"
+                " WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.tenant = a.tenant"
+                " AND d.user = a.user AND d.session = a.session AND d.digest = a.digest)"
+            ).fetchall()
+            (stray,) = self._index.execute(
+                "SELECT count(*) FROM search_docs d WHERE NOT EXISTS (SELECT 1 FROM artifacts a"
+                " WHERE a.tenant = d.tenant AND a.user = d.user AND a.session = d.session"
+                " AND a.digest = d.digest)"
+                " OR NOT EXISTS (SELECT 1 FROM search_text f WHERE f.rowid = d.id)"
+            ).fetchone()
+        findings = []
+        for tenant, digest, size, media_type, sensitivity in sorted(missing, key=str):
+            if not isinstance(media_type, str):
+                continue  # a malformed record: reported as one already
+            text = self._head_text(tenant, digest, size, media_type, sensitivity)
+            if isinstance(text, str):
+                findings.append(
+                    Finding("unindexed", digest, "a record of a text body has no search row")
+                )
+        if stray:
+            findings.append(Finding("stray_index", None, "search rows name no record"))
         return findings
 
     def _check_blob(

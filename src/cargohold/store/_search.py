@@ -76,6 +76,14 @@ def search_terms(query: object, limit: object) -> tuple[tuple[str, ...], ...]:
     return tuple(dict.fromkeys(term for term in terms if term))
 
 
+def match_expression(query: str) -> str:
+    """An FTS5 MATCH expression for ``query``'s terms: each one quoted (its ``"`` doubled), so
+    none is read as the engine's syntax (``NEAR``, ``OR``, ``*``, a column filter), all ANDed.
+    Terms with no letter or digit are left out, as :func:`search_terms` drops them."""
+    quoted = ('"' + term.replace('"', '""') + '"' for term in query.split() if tokens(term))
+    return " AND ".join(dict.fromkeys(quoted))
+
+
 def index_text(data: bytes, media_type: str | None, sensitivity: Sensitivity | str) -> str | None:
     """The text a body is indexed by, or ``None`` for a binary body (never indexed).
 
