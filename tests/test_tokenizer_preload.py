@@ -82,3 +82,133 @@ def test_the_read_server_starts_loading_the_tokenizer_when_it_is_built(tmp_path:
         """
     )
     assert figures == {"started": True}
+
+
+_STARTED = """
+def started():
+    import threading
+    import cargohold._tokens as tokens
+
+    running = any(t.name == "cargohold-tokenizer" for t in threading.enumerate())
+    return running or "o200k_base" in tokens._preloads
+"""
+
+
+def test_warmup_is_the_preload_a_surface_starts_so_the_tokenizer_loads_once() -> None:
+    figures = _fresh(
+        """
+        import json
+        import cargohold
+        import cargohold._tokens as tokens
+
+        with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+            hold.warmup()
+            thread = tokens._preloads.get("o200k_base")
+            done = thread is not None and not thread.is_alive()
+            print(json.dumps({"done": done, "same": tokens.preload() is thread}))
+        """
+    )
+    assert figures == {"done": True, "same": True}
+
+
+def test_the_langchain_middleware_starts_loading_the_tokenizer_when_it_is_built() -> None:
+    pytest.importorskip("langchain")
+    figures = _fresh(
+        _STARTED
+        + """
+import json
+import cargohold
+from cargohold.langchain import CargoholdMiddleware
+
+with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+    before = started()
+    CargoholdMiddleware(hold)
+    print(json.dumps({"before": before, "after": started()}))
+"""
+    )
+    assert figures == {"before": False, "after": True}
+
+
+def test_the_openai_agents_adapter_starts_loading_the_tokenizer_when_it_is_built() -> None:
+    pytest.importorskip("agents")
+    figures = _fresh(
+        _STARTED
+        + """
+import json
+import cargohold
+from cargohold.openai_agents import AgentsAdapter
+
+with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+    before = started()
+    AgentsAdapter(hold)
+    print(json.dumps({"before": before, "after": started()}))
+"""
+    )
+    assert figures == {"before": False, "after": True}
+
+
+def test_the_openai_agents_input_filter_starts_loading_the_tokenizer_when_it_is_built() -> None:
+    pytest.importorskip("agents")
+    figures = _fresh(
+        _STARTED
+        + """
+import json
+import cargohold
+from cargohold.openai_agents import InputFilter
+
+with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+    before = started()
+    InputFilter(hold)
+    print(json.dumps({"before": before, "after": started()}))
+"""
+    )
+    assert figures == {"before": False, "after": True}
+
+
+def test_the_gateway_starts_loading_the_tokenizer_when_its_app_is_built() -> None:
+    pytest.importorskip("starlette")
+    figures = _fresh(
+        _STARTED
+        + """
+import json
+import cargohold
+from cargohold.gateway import build_app
+
+with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+    before = started()
+    build_app(hold)
+    print(json.dumps({"before": before, "after": started()}))
+"""
+    )
+    assert figures == {"before": False, "after": True}
+
+
+def test_cli_offload_starts_loading_the_tokenizer_before_it_reads_stdin(tmp_path: Path) -> None:
+    figures = _fresh(
+        _STARTED
+        + f"""
+import io
+import json
+from click.testing import CliRunner
+from cargohold.cli._app import cli
+
+seen = {{}}
+
+
+class Stdin(io.BytesIO):
+    def read(self, size=-1):
+        if size != 0:  # click probes the stream with read(0)
+            seen.setdefault("at_read", started())
+        return super().read(size)
+
+
+before = started()
+result = CliRunner().invoke(
+    cli,
+    ["--store", {str(tmp_path / "store")!r}, "offload", "-", "--tool", "t"],
+    input=Stdin(b"x" * 40_000),
+)
+print(json.dumps({{"before": before, "at_read": seen.get("at_read"), "code": result.exit_code}}))
+"""
+    )
+    assert figures == {"before": False, "at_read": True, "code": 0}

@@ -552,10 +552,11 @@ class Hold:
 
     def warmup(self) -> None:
         """Load the tokenizer now (about a second, once per process) instead of at the first
-        offload; stubs are byte-identical either way."""
-        from cargohold._tokens import _encoding
+        offload; stubs are byte-identical either way. A load a surface already started in the
+        background is waited for, never repeated."""
+        from cargohold._tokens import preload
 
-        _encoding("o200k_base")
+        preload().join()  # the one load: a surface's background preload is this same thread
 
     # -- async twins ------------------------------------------------------------------------
 

@@ -121,8 +121,10 @@ def preload(encoding: str = "o200k_base") -> threading.Thread:
 
     The load takes about a second, once per process (bpe-openai parses its vocabulary), and
     the first stub of a body waits for it: a long-running surface (the MCP proxy and server,
-    an adapter) calls this at start so that no caller's first call pays it. Counts and stubs
-    are the same whether or not it ran; calling it again returns the same thread.
+    the gateway, the LangChain and OpenAI Agents adapters, ``cargohold offload`` before it reads
+    its input) calls this at start so that no caller's first call pays it; ``Hold.warmup``
+    joins it. Counts and stubs are the same whether or not it ran; calling it again returns
+    the same thread.
     """
     with _load_lock:
         thread = _preloads.get(encoding)

@@ -267,6 +267,9 @@ def offload(
       pytest 2>&1 | cargohold offload - --tool pytest --failed
       cargohold offload orders.json --tool list_orders --budget light
     """
+    from cargohold._tokens import preload
+
+    preload()  # loads while stdin is read and the bytes are stored: the stub need not wait
     app = get_app()
     offloader = app.offloader(threshold=threshold)
     limits = app.settings.limits

@@ -28,6 +28,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from cargohold._errors import CargoholdError, InvalidScopeError
+from cargohold._tokens import preload
 from cargohold.gateway._anthropic import ANTHROPIC
 from cargohold.gateway._chat import CHAT
 from cargohold.gateway._persisted import DEFAULT_FOLDER
@@ -136,6 +137,7 @@ def build_app(
         :attr:`Rewriter.totals` sum what every request kept out (bytes, estimated tokens).
     """
     config = config or GatewayConfig()
+    preload()  # in the background: the first request's stubs and count never wait for it
     rewriter = Rewriter(compact=config.compact, tool_results=config.tool_results)
     timeout = httpx.Timeout(config.timeout)
     state: dict[str, httpx.AsyncClient] = {}

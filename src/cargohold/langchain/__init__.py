@@ -67,6 +67,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 from cargohold._events import OffloadOutcome
 from cargohold._hold import Hold
 from cargohold._offload import OffloadResult, with_note
+from cargohold._tokens import preload
 from cargohold._tools import ToolAnswer
 from cargohold._toolspecs import SPECS, ToolSpec
 from cargohold.compact import CompactionPolicy
@@ -194,6 +195,7 @@ class CargoholdMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._check_window = check_window
         self._compaction = _compaction_policy(hold, compaction)
         self.tools = read_tools(hold)
+        preload()  # in the background: the agent's first heavy result never waits for it
 
     def __repr__(self) -> str:
         compaction = "" if self._compaction is None else ", compaction=True"

@@ -83,6 +83,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 from pydantic import BaseModel, ValidationError
 
 from cargohold._hold import Hold
+from cargohold._tokens import preload
 from cargohold._toolspecs import SPECS
 from cargohold.compact import CompactionPolicy
 from cargohold.openai_agents._responses import ToolOutputs, offload_items
@@ -233,6 +234,7 @@ class InputFilter:
         self._check_window = check_window
         self._compaction = _compaction_policy(hold, compaction)
         self._trees: dict[int, tuple[Hold, _Tree]] = {}
+        preload()  # in the background: the first request's token count never waits for it
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -320,6 +322,7 @@ class AgentsAdapter:
             raise UsageError("an AgentsAdapter needs a cargohold.Hold (cargohold.open(...))")
         self._hold = hold
         self._model = model
+        preload()  # in the background: the agent's first heavy result never waits for it
 
     def __repr__(self) -> str:
         return f"AgentsAdapter({self._hold!r})"
