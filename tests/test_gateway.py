@@ -490,6 +490,27 @@ def test_the_gateways_totals_count_what_each_request_kept_out_reused_turns_inclu
     assert totals.counts.tokens_kept_out == 3 * offload.estimated_tokens
 
 
+def test_a_heavy_reads_structured_answer_is_forwarded_as_its_recovered_segment(gw: Rig) -> None:
+    # Claude Code sends an MCP result's structured content, as compact JSON, as the result.
+    from cargohold.mcp._readtools import call_read_tool
+
+    body = heavy_log()
+    ref = gw.hold.store.put(body.encode(), media_type="text/plain").ref
+    read = {"ref": str(ref), "offset": 0, "length": 60_000, "budget": 100_000}
+    answer = asyncio.run(call_read_tool(gw.hold, "artifact_read", read))
+    assert answer.structured_content is not None
+    sent = json.dumps(answer.structured_content, separators=(",", ":"))
+    assert len(sent) > 32 * 1024
+    decisions = len(offloads(gw))
+
+    gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=64, messages=anthropic_history(sent)
+    )
+
+    assert forwarded_result_anthropic(gw) == answer.content[0].text  # type: ignore[union-attr]
+    assert len(offloads(gw)) == decisions
+
+
 def test_a_malformed_request_gets_a_provider_shaped_error_and_the_next_one_is_served(
     gw: Rig,
 ) -> None:

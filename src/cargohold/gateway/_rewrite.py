@@ -17,6 +17,7 @@ every turn.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -25,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from cargohold._events import OffloadOutcome, Reason
 from cargohold._secrets import redaction_note, screen_text
+from cargohold._segment import OPEN as SEGMENT_OPEN
 from cargohold._stub import MARKER
+from cargohold._toolspecs import SPECS
 from cargohold.compact._model import RESULT
 from cargohold.gateway._persisted import spilled_file
 
@@ -174,6 +177,10 @@ class Rewriter:
                         if screened is not None:
                             stubs[slot.kind, slot.part] = screened
                         continue
+                    segment = _structured_segment(slot.kind, slot.body)
+                    if segment is not None:
+                        stubs[slot.kind, slot.part] = segment
+                        continue
                     stub = self._stub(
                         hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts
                     )
@@ -291,3 +298,25 @@ def _screened(
     if screened and not screened.endswith("\n"):
         screened += "\n"
     return f"{screened}{MARKER} {note}"
+
+
+def _structured_segment(kind: str, body: str) -> str | None:
+    """The recovered segment of a read tool's structured answer sent as the result (Claude Code
+    sends an MCP result's structured content, as compact JSON, when there is one), else ``None``.
+
+    Forwarded in the answer's place: the segment the text part holds, which the guard verifies
+    (a forged one is refused as a leak), and which offloading would undo (the model asked for
+    those bytes). Only the segment goes on, never the object's other fields.
+    """
+    if kind != RESULT or not body.startswith('{"tool":"artifact_'):
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or answer.get("tool") not in {spec.name for spec in SPECS}:
+        return None
+    text = answer.get("text")
+    if not isinstance(text, str) or not text.startswith(SEGMENT_OPEN):
+        return None
+    return text
