@@ -293,6 +293,10 @@ def test_a_rehydrate_event_names_the_reference_asked_for(outcome: RehydrateOutco
         {"parent_agent_id": "planner", "depth": 0},
         {"depth": 1},
         {"depth": True},
+        {"kind": "json; the body: api_key=sk-live-XYZ"},
+        {"kind": "JSON"},
+        {"kind": ""},
+        {"kind": 3},
     ],
 )
 def test_an_event_refuses_negative_counts_and_malformed_tool_names_and_agent_ids(
@@ -502,6 +506,38 @@ def test_an_agent_id_must_be_a_short_identifier(agent_id: str) -> None:
 
 
 # -- sinks --------------------------------------------------------------------------------------
+
+
+def test_an_offload_event_names_the_projection_kind_of_the_bytes_it_stored() -> None:
+    sink = ListSink()
+    stream = io.StringIO()
+    scoped = ScopedStore(MemoryStore(), OWNER)
+    offloader = Offloader(scoped, threshold=1000, reporter=Reporter([sink, JsonLinesSink(stream)]))
+    table = "id,customer,total\n" + "".join(f"{i},c-{i:05d},{i * 1.5}\n" for i in range(200))
+    rows = [{"id": i, "status": "paid"} for i in range(200)]
+
+    decided = [
+        offloader.offload(_log(5000), tool="tail_log"),
+        offloader.offload(table, tool="export", media_type="text/csv"),
+        offloader.offload(rows, tool="list_orders"),
+        offloader.offload(bytes(range(256)) * 8, tool="fetch"),
+        offloader.offload(_log(5000), tool="tail_log"),  # the same bytes: reused
+        offloader.offload("small", tool="status"),  # inline: nothing stored, no kind
+    ]
+
+    assert [d.outcome for d in decided][-2:] == [
+        OffloadOutcome.EXISTING_REFERENCE,
+        OffloadOutcome.INLINE,
+    ]
+    assert [e.kind for e in sink.events] == ["log", "csv", "json", "binary", "log", None]
+    assert [json.loads(line)["kind"] for line in stream.getvalue().splitlines()] == [
+        "log",
+        "csv",
+        "json",
+        "binary",
+        "log",
+        None,
+    ]
 
 
 def test_the_json_lines_sink_writes_one_parseable_object_per_event() -> None:

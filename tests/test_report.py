@@ -128,6 +128,54 @@ def test_every_section_is_drawn_and_every_artifact_links_its_command() -> None:
     assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing fetched
 
 
+def test_the_largest_artifacts_are_named_by_the_kind_their_offload_events_give() -> None:
+    stream = io.StringIO()
+    offloader = Offloader(
+        ScopedStore(MemoryStore(), Scope("acme", "ana", "kinds")),
+        threshold=4 * KiB,
+        reporter=Reporter([JsonLinesSink(stream)]),
+    )
+    offloader.offload([{"id": i, "status": "paid"} for i in range(400)], tool="list_orders")
+    table = "id,total\n" + "".join(f"{i},{i * 1.5}\n" for i in range(900))
+    offloader.offload(table, tool="export", media_type="text/csv")
+    report = build_report(json.loads(line) for line in stream.getvalue().splitlines())
+
+    page = render_html(report)
+    out = io.StringIO()
+    from rich.console import Console
+
+    render_terminal(report, Console(file=out, width=200, color_system=None))
+
+    assert {a.tool: a.kind for a in report.largest} == {"list_orders": "json", "export": "csv"}
+    assert "<td>json</td>" in page
+    assert "<td>csv</td>" in page
+    rows = [line for line in out.getvalue().splitlines() if "cargohold show" in line]
+    assert {("json" in row, "csv" in row) for row in rows} == {(True, False), (False, True)}
+
+
+def test_an_older_log_whose_events_carry_no_kind_is_reported_by_content_kind() -> None:
+    event = {
+        "operation": "offload",
+        "outcome": "offloaded",
+        "reason": "at_or_above_threshold",
+        "observed_bytes": 40_000,
+        "context_bytes": 900,
+        "content_kind": "tool_result",
+        "ref": "artifact://sha256/" + "ab" * 32,
+        "tool": "tail_log",
+        "agent_id": "main",
+        "sequence": 1,
+    }  # a line of a log written before events named the kind
+
+    report = build_report([event])
+
+    (largest,) = report.largest
+    assert largest.kind is None
+    assert "<td>tool_result</td>" in render_html(report)
+    edited = build_report([{**event, "kind": "<b>json</b>"}])
+    assert edited.largest[0].kind == "?"
+
+
 def test_an_edited_log_cannot_inject_markup_or_a_bogus_reference() -> None:
     events = [
         {

@@ -27,6 +27,7 @@ from cargohold._ref import is_ref
 
 _log = logging.getLogger("cargohold.events")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
+_KIND = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 class Operation(enum.StrEnum):
@@ -192,6 +193,10 @@ class DecisionEvent:
         cleared: Tool results (and inputs) a compaction replaced by stubs; 0 for the others.
         tokens_after: A compaction's estimate of the conversation's tokens after it
             (``estimated_tokens`` is the estimate before); ``None`` for the others.
+        kind: The projection kind of the stored bytes (``json``, ``csv``, ``log``, ``code``,
+            ``binary``...: the kind the stub states, without its detail), on an offload that
+            stored or reused them; ``None`` elsewhere, and in events of logs written before
+            the field existed.
         agent_id: The reporting agent.
         parent_agent_id: Its parent, ``None`` at the root.
         depth: 0 at the root agent, +1 per nesting.
@@ -215,6 +220,7 @@ class DecisionEvent:
     limit_tokens: int | None = None
     cleared: int = 0
     tokens_after: int | None = None
+    kind: str | None = None
 
     def __post_init__(self) -> None:
         if self.ref is not None and not is_ref(self.ref):
@@ -248,6 +254,11 @@ class DecisionEvent:
             raise UsageError("a compaction's counts are non-negative integers")
         if self.tool is not None and _ID.fullmatch(self.tool) is None:
             raise UsageError("an event tool name must be a short identifier")
+        # A code, never text from a body: a kind is one short lower-case identifier.
+        if self.kind is not None and (
+            not isinstance(self.kind, str) or _KIND.fullmatch(self.kind) is None
+        ):
+            raise UsageError("an event kind must be a short lower-case identifier")
         parent = self.parent_agent_id
         for agent in (self.agent_id,) if parent is None else (self.agent_id, parent):
             if not isinstance(agent, str) or _ID.fullmatch(agent) is None:
@@ -285,6 +296,7 @@ class DecisionEvent:
             "limit_tokens": self.limit_tokens,
             "cleared": self.cleared,
             "tokens_after": self.tokens_after,
+            "kind": self.kind,
         }
 
 
@@ -365,6 +377,7 @@ class Reporter:
         limit_tokens: int | None = None,
         cleared: int = 0,
         tokens_after: int | None = None,
+        kind: str | None = None,
     ) -> DecisionEvent:
         """Build the decision's event, hand that very instance to every sink, and return it."""
         event = DecisionEvent(
@@ -385,6 +398,7 @@ class Reporter:
             limit_tokens=limit_tokens,
             cleared=cleared,
             tokens_after=tokens_after,
+            kind=kind,
         )
         for sink in self._sinks:
             try:
@@ -435,6 +449,7 @@ def record(
     limit_tokens: int | None = None,
     cleared: int = 0,
     tokens_after: int | None = None,
+    kind: str | None = None,
 ) -> DecisionEvent:
     """The decision's event, reported when a reporter is configured.
 
@@ -457,6 +472,7 @@ def record(
                 limit_tokens=limit_tokens,
                 cleared=cleared,
                 tokens_after=tokens_after,
+                kind=kind,
             )
         except UsageError:
             raise  # a field the decision got wrong: a bug to surface, not a reporter failure
@@ -486,4 +502,5 @@ def record(
         limit_tokens=limit_tokens,
         cleared=cleared,
         tokens_after=tokens_after,
+        kind=kind,
     )

@@ -475,7 +475,15 @@ class Offloader:
             reason = Reason.AT_OR_ABOVE_THRESHOLD
         if not render:
             event = self._event(
-                outcome, reason, size, limit, str(put.ref), tool, context_bytes=0, tokens=0
+                outcome,
+                reason,
+                size,
+                limit,
+                str(put.ref),
+                tool,
+                context_bytes=0,
+                tokens=0,
+                kind=found.kind,
             )
             return OffloadResult(outcome, reason, str(put.ref), put.ref, None, event, redacted)
         # Only now, with the exact bytes durable, is a projection made; of a masked copy when the
@@ -503,6 +511,7 @@ class Offloader:
             tool,
             context_bytes=stub.size_bytes,
             tokens=stub.estimated_tokens,
+            kind=found.kind,
         )
         return OffloadResult(outcome, reason, stub.text, put.ref, stub, event, redacted)
 
@@ -651,6 +660,7 @@ class Offloader:
         content_kind: ContentKind = ContentKind.TOOL_RESULT,
         context_bytes: int,
         tokens: int,
+        kind: str | None = None,
     ) -> DecisionEvent:
         return record(
             self._reporter,
@@ -664,6 +674,7 @@ class Offloader:
             tool=tool,
             context_bytes=context_bytes,
             estimated_tokens=tokens,
+            kind=kind,
         )
 
 

@@ -1,7 +1,8 @@
 """The run report's figures, aggregated from decision events in one pass.
 
 Only event fields are read, and of those only the ones an event may hold (operation, outcome,
-reason, byte and token counts, a canonical reference, a tool's name, agent ids): the report can
+reason, byte and token counts, a canonical reference, a tool's name, the projection kind, agent
+ids): the report can
 hold no body, path, owner or exception text because no event does. A log anyone may have edited
 is read defensively: a reference that is not canonical is dropped, an id or a tool name that is
 not a plain identifier is shown as ``?``, a count that is not a non-negative integer counts 0.
@@ -45,6 +46,15 @@ def _name(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, str) and _NAME.fullmatch(value):
+        return value
+    return "?"
+
+
+def _kind(value: object) -> str | None:
+    """A projection kind: ``None`` when the event has none (an older log), ``?`` when edited."""
+    if value is None:
+        return None
+    if isinstance(value, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", value):
         return value
     return "?"
 
@@ -94,6 +104,9 @@ class ArtifactFigures:
     size: int
     stub_bytes: int
     content_kind: str
+    kind: str | None = None
+    """The projection kind its offload event named (``json``, ``csv``, ``log``...); ``None``
+    in a log written before events carried it."""
     reads: int = 0
     read_bytes: int = 0
     read_outcomes: dict[str, int] = field(default_factory=dict)
@@ -206,7 +219,12 @@ def build_report(events: Iterable[Mapping[str, Any]], *, skipped: int = 0) -> Ru
                 figures.inline += 1
             if ref is not None and ref not in artifacts:
                 artifacts[ref] = ArtifactFigures(
-                    ref, tool, observed, context, _code(event.get("content_kind"))
+                    ref,
+                    tool,
+                    observed,
+                    context,
+                    _code(event.get("content_kind")),
+                    _kind(event.get("kind")),
                 )
         elif operation == "rehydrate":
             report.read_outcomes[outcome] = report.read_outcomes.get(outcome, 0) + 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from cargohold.report._model import TIMELINE_BUCKETS, RunReport
+from cargohold.report._model import TIMELINE_BUCKETS, ArtifactFigures, RunReport
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,6 +52,12 @@ border-radius:6px;padding:10px 14px;min-width:150px}.card b{display:block;font-s
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _kind_of(artifact: ArtifactFigures) -> str:
+    """What the artifact is (``json``, ``log``...), as its offload event named it; an older
+    log's events name none, and then its content kind (``tool_result``...) stands."""
+    return artifact.kind or artifact.content_kind
 
 
 def _cmd(command: str) -> str:
@@ -197,13 +203,13 @@ def render_html(
     biggest = max((a.size for a in report.largest), default=1)
     p.append(
         '<section id="artifacts"><h2>The largest artifacts</h2>'
-        '<table><tr><th>artifact</th><th>tool</th><th>content</th><th class="n">size</th>'
+        '<table><tr><th>artifact</th><th>tool</th><th>kind</th><th class="n">size</th>'
         '<th class="n">stub</th><th></th><th>command</th></tr>'
     )
     for a in report.largest:
         p.append(
             f"<tr><td><code>{_short(a.ref)}</code></td><td>{_e(a.tool or '-')}</td>"
-            f"<td>{_e(a.content_kind)}</td><td class='n'>{_human(a.size)}</td>"
+            f"<td>{_e(_kind_of(a))}</td><td class='n'>{_human(a.size)}</td>"
             f"<td class='n'>{_human(a.stub_bytes)}</td><td>{_bar(a.size, biggest, width=120)}"
             f"</td><td>{_cmd(f'cargohold show {a.ref}')}</td></tr>"
         )
@@ -293,12 +299,13 @@ def render_terminal(report: RunReport, console: Console) -> None:
         )
     console.print(stops)
     largest = Table(title="largest artifacts")
-    for name in ("artifact", "tool", "size", "stub", "command"):
+    for name in ("artifact", "tool", "kind", "size", "stub", "command"):
         largest.add_column(name, justify="right" if name in ("size", "stub") else "left")
     for a in report.largest[:10]:
         largest.add_row(
             _short(a.ref),
             escape(a.tool or "-"),
+            escape(_kind_of(a)),
             _human(a.size),
             _human(a.stub_bytes),
             f"cargohold show {a.ref}",
