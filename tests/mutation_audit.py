@@ -526,14 +526,24 @@ MUTANTS: tuple[Mutant, ...] = (
        "the stub carries a clock reading: the same input no longer gives the same stub",
        STUB_TESTS),
     # -- this session's defences (issues 26 and 29) ------------------------------------------
-    _m("local-blob-path-from-any-digest", "store", LOCAL,
-       "if not isinstance(tenant, str) or not is_digest(digest):\n"
-       "            raise MalformedRowError(MALFORMED)",
-       "if not isinstance(tenant, str):\n"
-       "            raise MalformedRowError(MALFORMED)",
-       "a tampered index row's digest ('../x') is made into a path: gc unlinks outside the root",
-       "tests/test_local_store.py::test_gc_never_unlinks_a_file_outside_the_root_that_an_expired"
-       "_row_names", LOCAL_TESTS),
+    Mutant(
+        # Both layers: gc's filter of the expired rows, and the check in _blob_path that every
+        # caller meets after its own (either alone is unobservable: the other still refuses).
+        "local-blob-path-from-any-digest", "store", LOCAL,
+        (
+            Edit("if all(isinstance(part, str) for part in row[:3]) and is_digest(row[3])",
+                 "if all(isinstance(part, str) for part in row[:3])"),
+            Edit("if not isinstance(tenant, str) or not is_digest(digest):\n"
+                 "            raise MalformedRowError(MALFORMED)",
+                 "if not isinstance(tenant, str):\n"
+                 "            raise MalformedRowError(MALFORMED)"),
+        ),
+        "a tampered index row's digest ('../x') is made into a path: gc unlinks outside the root",
+        ("tests/test_local_store.py::test_gc_never_unlinks_a_file_outside_the_root_that_an"
+         "_expired_row_names",
+         "tests/test_local_store.py::test_no_verb_meets_an_untyped_error_or_touches_a_file"
+         "_outside_the_root_on_a_bad_row"),
+    ),
     _m("query-step-bound-ignored", "read", QUERY,
        'if self._left < 0:\n            raise QueryLimit("steps")',
        'if self._left < -(1 << 62):\n            raise QueryLimit("steps")',
