@@ -511,6 +511,31 @@ def test_a_heavy_reads_structured_answer_is_forwarded_as_its_recovered_segment(g
     assert len(offloads(gw)) == decisions
 
 
+def test_a_heavy_recovered_segment_is_forwarded_as_it_is_and_counts_nothing_kept_out() -> None:
+    from cargohold.mcp._readtools import call_read_tool
+
+    fake = FakeProvider()
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw") as hold,
+        serve(fake.app()) as fake_url,
+    ):
+        ref = hold.store.put(heavy_log().encode(), media_type="text/plain").ref
+        read = {"ref": str(ref), "offset": 0, "length": 60_000, "budget": 100_000}
+        segment = asyncio.run(call_read_tool(hold, "artifact_read", read)).content[0].text  # type: ignore[union-attr]
+        app = build_app(hold, GatewayConfig(upstream=fake_url))
+        with serve(app) as url:
+            client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
+            client.messages.create(
+                model="claude-fake", max_tokens=64, messages=anthropic_history(segment)
+            )
+            client.close()
+        totals = app.state.rewriter.totals
+
+    assert fake.received[-1].json()["messages"][2]["content"][0]["content"] == segment
+    assert (totals.changed, totals.counts.offloaded) == (0, 0)
+    assert (totals.counts.bytes_kept_out, totals.counts.tokens_kept_out) == (0, 0)
+
+
 def test_a_malformed_request_gets_a_provider_shaped_error_and_the_next_one_is_served(
     gw: Rig,
 ) -> None:

@@ -184,6 +184,8 @@ class Rewriter:
                     stub = self._stub(
                         hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts
                     )
+                    if stub == slot.body:
+                        continue  # a recovered segment (bypass): forwarded as it is
                     counts.bytes_kept_out += len(data)
                     stubs[slot.kind, slot.part] = stub
                 if stubs:
@@ -259,6 +261,8 @@ class Rewriter:
                 counts.tokens_kept_out += tokens
                 return stub
         offload = hold.offload(body, tool=tool, media_type=media_type)
+        if offload.outcome is OffloadOutcome.BYPASS:
+            return offload.model_text  # a recovered segment: the bytes the model asked for
         counts.offloaded += 1
         # An inline answer (a spilled file under the threshold) keeps nothing out.
         tokens = 0 if offload.outcome is OffloadOutcome.INLINE else offload.event.estimated_tokens
