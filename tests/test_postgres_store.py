@@ -193,6 +193,7 @@ def test_a_version_2_store_keeps_its_artifacts_through_the_upgrade_that_adds_the
         # What schema 2 looked like: the same tables, without the parent column (3) and
         # without the object storage tier's column, constraint and tables (4).
         conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN parent")
+        conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN search")  # (5), its index too
         conn.execute("DROP TABLE cargohold.object_intents, cargohold.object_location")
         conn.execute("ALTER TABLE cargohold.blobs DROP COLUMN object")  # and its index, check
         conn.execute("ALTER TABLE cargohold.blobs ALTER COLUMN data SET NOT NULL")
@@ -953,3 +954,28 @@ def test_a_server_still_starting_up_or_recovering_is_waited_for_within_the_timeo
         assert ScopedStore(store, ALICE).put(b"after the recovery").existing is False
     finally:
         store.close()
+
+
+def test_a_version_4_store_gains_search_and_a_re_put_indexes_an_artifact_written_before(
+    store_url: str,
+    pg_cluster: PgCluster,
+) -> None:
+    first = PostgresStore(store_url)
+    try:
+        kept = ScopedStore(first, ALICE).put(b"an old needle of schema 4\n")
+    finally:
+        first.close()
+    with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
+        conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN search")
+        conn.execute("DELETE FROM cargohold.schema_version WHERE version > 4")
+
+    assert upgrade_schema(store_url) == (4, LATEST)
+
+    again = PostgresStore(store_url)
+    try:
+        scoped = ScopedStore(again, ALICE)
+        assert scoped.search("needle", limit=5) == []  # written before the index: no words yet
+        assert scoped.put(b"an old needle of schema 4\n").existing
+        assert [hit.ref for hit in scoped.search("needle", limit=5)] == [kept.ref]
+    finally:
+        again.close()

@@ -142,6 +142,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        5,
+        "full-text search: each record's words, with a GIN index",
+        (
+            # The words of the record's text body (NULL: binary, or written before this
+            # version until it is put again), parsed by the 'simple' configuration from the
+            # tokens cargohold made (no stemming, no stop words). It lives on the record, so
+            # every delete of a record (gc) removes it. A nullable column rewrites no row.
+            "ALTER TABLE {schema}.artifacts ADD COLUMN search tsvector",
+            "CREATE INDEX artifacts_search ON {schema}.artifacts USING gin (search)",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

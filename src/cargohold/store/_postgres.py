@@ -124,6 +124,7 @@ from cargohold.store._core import (
     check_tenant,
     chunk_digests,
     clip_range,
+    is_digest,
     needs_refresh,
     prepare_write,
     record_findings,
@@ -134,7 +135,13 @@ from cargohold.store._core import (
 )
 from cargohold.store._location import DEFAULT_THRESHOLD
 from cargohold.store._protocol import Clock, Progress
-from cargohold.store._search import SearchHit, scan
+from cargohold.store._search import (
+    SearchHit,
+    index_text,
+    ranked,
+    search_terms,
+    search_words,
+)
 
 if TYPE_CHECKING:
     from cargohold.store._blobs import ObjectTier
@@ -291,16 +298,21 @@ _SQL_TEMPLATES = {
     # expiry still in the future is never shortened (a put's promise stands).
     "upsert_artifact": 'INSERT INTO {s}.artifacts (tenant, "user", session, digest, size,'
     " media_type, kind, tool, created, expires, sensitivity, complete, classification, task,"
-    " worker, agent, parent) VALUES (%(tenant)s, %(user)s, %(session)s, %(digest)s, %(size)s,"
-    " %(media_type)s, %(kind)s, %(tool)s, %(now)s, %(expires)s, %(sensitivity)s, %(complete)s,"
-    " %(classification)s, %(task)s, %(worker)s, %(agent)s, %(parent)s)"
+    " worker, agent, parent, search) VALUES (%(tenant)s, %(user)s, %(session)s, %(digest)s,"
+    " %(size)s, %(media_type)s, %(kind)s, %(tool)s, %(now)s, %(expires)s, %(sensitivity)s,"
+    " %(complete)s, %(classification)s, %(task)s, %(worker)s, %(agent)s, %(parent)s,"
+    " to_tsvector('simple', %(words)s))"
     ' ON CONFLICT (tenant, "user", session, digest) DO UPDATE SET size = excluded.size,'
     " media_type = excluded.media_type, kind = excluded.kind, tool = excluded.tool,"
     " created = excluded.created, expires = CASE WHEN {s}.artifacts.expires > %(now)s"
     " THEN greatest({s}.artifacts.expires, excluded.expires) ELSE excluded.expires END,"
     " sensitivity = excluded.sensitivity, complete = excluded.complete,"
     " classification = excluded.classification, task = excluded.task,"
-    " worker = excluded.worker, agent = excluded.agent, parent = excluded.parent",
+    " worker = excluded.worker, agent = excluded.agent, parent = excluded.parent,"
+    " search = excluded.search",
+    # A re-put writes the words of a record that has none (written before the search index).
+    "heal_search": "UPDATE {s}.artifacts a SET search = to_tsvector('simple', %(words)s)"
+    " WHERE {owned} AND a.digest = %(digest)s AND a.search IS NULL",
     "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
     "tenant_usage": "SELECT count(*), coalesce(sum(size), 0)::bigint FROM {s}.blobs"
     " WHERE tenant = %(tenant)s",
@@ -746,11 +758,14 @@ class PostgresStore:
         if upload is not None:
             upload.consumed = False  # this attempt's transaction has not consumed it (yet)
         key = _owner(scope, write.ref.digest)
+        words = search_words(index_text(write.data, write.media_type, write.sensitivity))
         # The cheap path: this owner already holds these bytes, alive. One lookup, rarely a write.
         row = conn.execute(self._sql.select_put, key, binary=True).fetchone()
         if row is not None:
             found = self._existing(conn, key, row, write)
             if found is not None:
+                if words is not None:
+                    conn.execute(self._sql.heal_search, {**key, "words": words})
                 return found
         live: ArtifactRecord | None = None
         with conn.transaction():
@@ -765,6 +780,8 @@ class PostgresStore:
             if row is not None:
                 found = self._existing(conn, key, row, write)
                 if found is not None:
+                    if words is not None:
+                        conn.execute(self._sql.heal_search, {**key, "words": words})
                     return found
                 old = record_from_row(row)
                 if old.expires > now:
@@ -782,6 +799,8 @@ class PostgresStore:
                 ).fetchone()
                 if extended is not None:
                     live = dataclasses.replace(live, expires=float(extended[0]))
+                if words is not None:
+                    conn.execute(self._sql.heal_search, {**key, "words": words})
             else:
                 conn.execute(
                     self._sql.upsert_artifact,
@@ -800,6 +819,7 @@ class PostgresStore:
                         "worker": scope.worker,
                         "agent": scope.agent,
                         "parent": None if write.parent is None else str(write.parent),
+                        "words": words,
                     },
                 )
             if blob_written:
@@ -1159,7 +1179,32 @@ class PostgresStore:
         Raises:
             UsageError: a blank query, a ``limit`` outside 1..100.
         """
-        return scan(self, scope, query, limit)
+        terms = search_terms(query, limit)
+        if not terms:
+            return []
+        # Each term a phrase of its tokens, all ANDed; every value is bound as a parameter.
+        match = " && ".join(
+            f"phraseto_tsquery('simple', %(t{index})s)" for index in range(len(terms))
+        )
+        params: dict[str, Any] = {f"t{index}": " ".join(term) for index, term in enumerate(terms)}
+        table = migrations.quoted_schema(self._schema) + ".artifacts"
+        sql = (
+            f"SELECT a.digest, ts_rank(a.search, x.q) FROM {table} a, (SELECT {match}) x(q)"  # noqa: S608 - the SQL is constant, the values are parameters
+            f" WHERE {_OWNED} AND a.expires > %(now)s AND a.search @@ x.q"
+            " ORDER BY 2 DESC, a.digest LIMIT %(limit)s"
+        )
+        params.update(_owner(scope, ""), now=self._clock(), limit=limit)
+
+        def op(conn: _Conn) -> list[SearchHit]:
+            rows = conn.execute(sql, params).fetchall()
+            # ts_rank reads the record's own words only: no other owner's row moves a score.
+            return [
+                SearchHit(Ref(digest), round(float(rank), 9))
+                for digest, rank in rows
+                if is_digest(digest)
+            ]
+
+        return ranked(self._call(op, idempotent=True), limit)
 
     def usage(self, scope: Scope) -> Usage:
         """The session's unexpired artifacts and their bytes (its quota's count)."""

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 INDEX_BYTES = 1 * MiB
 """A body is indexed by its first this many bytes: words past them are not found by search."""
 
+WORDS_CHARS = 256 * 1024
+"""The most characters of words the PostgreSQL index holds per body (its tsvector must stay
+under PostgreSQL's 1 MB limit): a body with more words is found by its first ones only."""
+
 MAX_LIMIT = 100
 """The most hits one search answers."""
 
@@ -97,6 +101,17 @@ def index_text(data: bytes, media_type: str | None, sensitivity: Sensitivity | s
     if sensitivity == Sensitivity.RESTRICTED:
         head = mask_secrets(head)
     return head.decode("utf-8", "replace").replace("\x00", " ")
+
+
+def search_words(text: str | None) -> str | None:
+    """The tokens of ``text`` joined by single spaces and cut to :data:`WORDS_CHARS` (at a word
+    boundary): what the PostgreSQL index parses, so its words are this module's tokens."""
+    if text is None:
+        return None
+    words = " ".join(tokens(text))
+    if len(words) > WORDS_CHARS:
+        words = words[: words.rfind(" ", 0, WORDS_CHARS + 1)]
+    return words
 
 
 def score(text: str, terms: tuple[tuple[str, ...], ...]) -> float | None:
