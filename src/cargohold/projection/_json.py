@@ -308,22 +308,43 @@ class _Field:
 
     def add(self, value: Any) -> None:
         self.present += 1
-        kind = _type(value)
-        self.kinds[kind] += 1
-        if kind == "null":
-            self.nulls += 1
-        elif kind in ("int", "float"):
-            if math.isfinite(value):
-                self.low = value if self.low is None else min(self.low, value)
-                self.high = value if self.high is None else max(self.high, value)
-        elif kind == "str":
-            self.longest = max(self.longest, len(value))
-            if value in self.strings or len(self.strings) < _DISTINCT_MAX:
-                self.strings[value] += 1
+        # The exact types orjson and simdjson give scalars, tested first (this runs once per
+        # field of every sampled record); anything else is named by _type.
+        exact = type(value)
+        if exact is str:
+            kind = "str"
+            length = len(value)
+            if length > self.longest:
+                self.longest = length
+            strings = self.strings
+            if value in strings or len(strings) < _DISTINCT_MAX:
+                strings[value] += 1
             else:
                 self.overflow = True
-        elif kind == "bool":
-            self.trues += value is True
+        elif exact is int or (exact is float and math.isfinite(value)):
+            # JSON integers are at most 64 bits here (orjson reads a longer one as a float,
+            # simdjson refuses it), so an int is always finite.
+            kind = "int" if exact is int else "float"
+            if self.low is None or value < self.low:
+                self.low = value
+            if self.high is None or value > self.high:
+                self.high = value
+        else:
+            kind = _type(value)
+            if kind == "null":
+                self.nulls += 1
+            elif kind == "bool":
+                self.trues += value is True
+            elif kind in ("int", "float") and math.isfinite(value):
+                self.low = value if self.low is None else min(self.low, value)
+                self.high = value if self.high is None else max(self.high, value)
+            elif kind == "str":
+                self.longest = max(self.longest, len(value))
+                if value in self.strings or len(self.strings) < _DISTINCT_MAX:
+                    self.strings[value] += 1
+                else:
+                    self.overflow = True
+        self.kinds[kind] += 1
 
     def line(self, key: str, rows: int) -> str:
         missing = rows - self.present
