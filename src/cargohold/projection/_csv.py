@@ -160,7 +160,7 @@ def _describe_column(name: str, index: int, values: list[str], exact: bool, *, r
     Counts are exact over all rows when ``exact``; over a sample they are shares (``43%``) and
     distinct counts are marked ``~``. ``rich`` names how many top values a text column lists.
     """
-    present = [v for v in (v.strip() for v in values) if v]
+    present = list(filter(None, map(str.strip, values)))
     total = len(values)
     empty = total - len(present)
     empty_text = f", empty {_share(empty, total, exact)}" if empty else ""
@@ -196,10 +196,12 @@ def _describe_column(name: str, index: int, values: list[str], exact: bool, *, r
         span = f"{low}..{high}, {about}{distinct:,} distinct"
         return f"{label} digits (leading zeros) {span}{empty_text}"
     if kind in ("date", "datetime"):
-        ordered = sorted(present, key=_date_key)
-        return (
-            f"{label} {kind} {ordered[0]}..{ordered[-1]}, {about}{distinct:,} distinct{empty_text}"
-        )
+        if "/" in "".join(present):  # a US date: ordered by its ISO form
+            ordered = sorted(present, key=_date_key)
+            low, high = ordered[0], ordered[-1]
+        else:  # ISO dates order as text; equal keys are equal values, so min and max suffice
+            low, high = min(present), max(present)
+        return f"{label} {kind} {low}..{high}, {about}{distinct:,} distinct{empty_text}"
     if kind == "bool":
         return f"{label} bool ({top(2)}){empty_text}"
     kinds = Counter(_kind_of(v) for v in present[:200])
