@@ -1645,6 +1645,30 @@ def test_a_body_is_found_by_words_in_its_first_mebibytes_only(store: StoreBacken
     assert scoped.search("late", limit=5) == []
 
 
+@pytest.mark.slow
+def test_a_store_of_10000_artifacts_answers_a_search_with_at_most_its_limit(
+    store_case: StoreCase,
+) -> None:
+    store = store_case.open(Limits(session_objects=10_000, store_objects=10_000))
+    scoped = ScopedStore(store, ALICE)
+    rare: set[Ref] = set()
+    for index in range(10_000):
+        word = "rare" if index % 271 == 0 else "plain"
+        ref = scoped.put(f"{index} common {word}\n".encode()).ref
+        if word == "rare":
+            rare.add(ref)
+
+    common = scoped.search("common", limit=100)
+    few = scoped.search("RARE common", limit=10)
+
+    assert len(common) == 100
+    assert common == sorted(common, key=lambda hit: (-hit.score, hit.ref.digest))
+    assert len(rare) == 37
+    assert len(few) == 10
+    assert {hit.ref for hit in few} <= rare
+    assert {hit.ref for hit in scoped.search("rare", limit=100)} == rare
+
+
 __all__ = [
     "store",
     "store_case",
