@@ -30,7 +30,7 @@ INDEX_BYTES = 1 * MiB
 """A body is indexed by its first this many bytes: words past them are not found by search."""
 
 WORDS_CHARS = 256 * 1024
-"""The most characters of words the PostgreSQL index holds per body (its tsvector must stay
+"""The most bytes (UTF-8) of words the PostgreSQL index holds per body (its tsvector must stay
 under PostgreSQL's 1 MB limit): a body with more words is found by its first ones only."""
 
 MAX_LIMIT = 100
@@ -109,8 +109,11 @@ def search_words(text: str | None) -> str | None:
     if text is None:
         return None
     words = " ".join(tokens(text))
-    if len(words) > WORDS_CHARS:
-        words = words[: words.rfind(" ", 0, WORDS_CHARS + 1)]
+    data = words.encode("utf-8")
+    if len(data) > WORDS_CHARS:
+        # Cut in bytes (a character may take four), at the last space before the bound.
+        data = data[: data.rfind(b" ", 0, WORDS_CHARS + 1)]
+        words = data.decode("utf-8")
     return words
 
 

@@ -1645,6 +1645,20 @@ def test_a_body_is_found_by_words_in_its_first_mebibytes_only(store: StoreBacken
     assert scoped.search("late", limit=5) == []
 
 
+def test_a_large_body_of_distinct_words_is_stored_and_found_by_its_first_words(
+    store: StoreBackend,
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyzäöüßéèêçñøåæœ日本語中文한국어"
+    words = ["".join(rng.choice(letters) for _ in range(12)) for _ in range(90_000)]
+    data = ("firstword " + " ".join(words)).encode()
+    ref = scoped.put(data).ref
+
+    assert len(data) > INDEX_BYTES
+    assert [hit.ref for hit in scoped.search("firstword", limit=5)] == [ref]
+
+
 @pytest.mark.slow
 def test_a_store_of_10000_artifacts_answers_a_search_with_at_most_its_limit(
     store_case: StoreCase,
