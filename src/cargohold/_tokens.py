@@ -101,19 +101,23 @@ def _encoding(name: str) -> Any:
         return _loaded[name]
 
 
+# bpe-openai reads its bundled vocabularies through a deprecated importlib.resources call; the
+# warning is its own business, not the caller's (and -W error would make it fatal). One narrow
+# filter, added as this module is imported: the load runs on a preload's thread, where
+# warnings.catch_warnings() (which saves and restores the process-wide filter list) would race
+# the main thread's own filters and could lose either side's.
+warnings.filterwarnings("ignore", message=r"open_binary is deprecated", category=DeprecationWarning)
+
+
 def _load(name: str) -> Any:
-    # bpe-openai reads its bundled vocabularies through a deprecated importlib.resources call;
-    # the warning is its own business, not the caller's (and -W error would make it fatal).
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import bpe_openai
-        except ImportError:
-            return None
-        try:
-            return bpe_openai.get_encoding(name)
-        except Exception:  # a broken install must not break accounting: use estimates
-            return None
+    try:
+        import bpe_openai
+    except ImportError:
+        return None
+    try:
+        return bpe_openai.get_encoding(name)
+    except Exception:  # a broken install must not break accounting: use estimates
+        return None
 
 
 def preload(encoding: str = "o200k_base") -> threading.Thread:
