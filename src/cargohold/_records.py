@@ -328,7 +328,9 @@ class Finding:
     whose bytes are gone), ``permissions`` (a file that is not 0600 or a directory that is not
     0700), ``unknown`` (an entry the store did not make). Housekeeping, the leftovers of an
     interrupted write that lose nothing: ``orphan`` (bytes no record names), ``staging`` (a
-    staged file whose writer died; ``gc`` removes it).
+    staged file whose writer died; ``gc`` removes it); and the search index's gaps, which cost a
+    search a hit at worst: ``unindexed`` (a text record the index does not hold; a re-put of the
+    bytes heals it), ``stray_index`` (index rows of no record).
 
     Attributes:
         kind: One of the codes above.

@@ -275,7 +275,9 @@ def demo() -> None:
 
     with ProgressBar("verifying blobs") as bar:
         findings = app.store.verify(progress=bar)
-    damage = [f for f in findings if f.kind not in ("orphan", "staging")]
+    damage = [
+        f for f in findings if f.kind not in ("orphan", "staging", "unindexed", "stray_index")
+    ]
     if damage:
         kinds = ", ".join(sorted({finding.kind for finding in damage}))
         console.print(f"[red]verify found {len(damage)} problems ({kinds}); see cargohold verify")
