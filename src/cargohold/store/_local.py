@@ -452,13 +452,15 @@ class LocalStore:
         fd = self._open_blob(tenant, digest, size)
         if fd is None:
             return False
+        label = sensitivity if isinstance(sensitivity, str) else Sensitivity.RESTRICTED
+        # A restricted body is read whole: it is masked before the cut (see index_text).
+        wanted = size if label == Sensitivity.RESTRICTED else min(size, INDEX_BYTES)
         try:
-            head = os.pread(fd, min(size, INDEX_BYTES), 0)
+            head = os.pread(fd, wanted, 0)
         except OSError:
             return False
         finally:
             os.close(fd)
-        label = sensitivity if isinstance(sensitivity, str) else Sensitivity.RESTRICTED
         return index_text(head, media_type, label)
 
     @staticmethod

@@ -94,12 +94,16 @@ def index_text(data: bytes, media_type: str | None, sensitivity: Sensitivity | s
     Binary is decided by :func:`cargohold._text.looks_binary`, as the line tools decide. Only
     the first :data:`INDEX_BYTES` are indexed; a ``restricted`` body is indexed by its masked
     copy (:func:`cargohold._secrets.mask_secrets`), so no credential enters the index.
+
+    A restricted body is masked whole before it is cut (masking keeps lengths): cut first, a
+    credential crossing the bound would lose its tail, match no rule and enter the index in
+    clear, where a search could confirm a guess of it. ``data`` is therefore the whole body.
     """
     if looks_binary(data, media_type):
         return None
-    head = data[:INDEX_BYTES]
     if sensitivity == Sensitivity.RESTRICTED:
-        head = mask_secrets(head)
+        data = mask_secrets(data)
+    head = data[:INDEX_BYTES]
     return head.decode("utf-8", "replace").replace("\x00", " ")
 
 

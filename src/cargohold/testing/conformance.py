@@ -1636,6 +1636,21 @@ def test_a_restricted_bodys_credential_is_not_found_by_search(store: StoreBacken
     assert scoped.search(key.decode(), limit=5) == []
 
 
+def test_a_restricted_credential_across_the_index_bound_is_masked_not_cut_into_the_index(
+    store: StoreBackend,
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    key = b"AKIA" + b"Q3EXAMPLEKEY7ZZZ"
+    start = INDEX_BYTES - 10  # the bound falls inside the key: its first ten bytes are indexed
+    data = b"config words\n" + b"x" * (start - 14) + b" " + key + b" tail\n"
+    assert data.index(key) == start
+    ref = scoped.put(data, sensitivity="restricted").ref
+
+    assert [hit.ref for hit in scoped.search("config", limit=5)] == [ref]
+    assert scoped.search(key[:10].decode(), limit=5) == []
+    assert scoped.search(key.decode(), limit=5) == []
+
+
 def test_a_body_is_found_by_words_in_its_first_mebibytes_only(store: StoreBackend) -> None:
     scoped = ScopedStore(store, ALICE)
     head = b"early word\n" + b"x" * (INDEX_BYTES - 11)
