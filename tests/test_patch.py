@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -773,3 +774,62 @@ def test_a_reformatted_document_is_counted_whole_and_says_at_most(hold: Hold) ->
     assert answer.change["formatting"] == "reformatted"
     assert answer.change["exact"] is False
     assert "at most" in answer.text
+
+
+# -- credentials written in by a patch ------------------------------------------------------
+
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def test_a_credential_patched_in_is_redacted_before_it_is_stored_under_the_default(
+    hold: Hold,
+) -> None:
+    ref = put(hold, json.dumps(PAGE).encode())
+
+    answer = patch(hold, ref, json_patch=[{"op": "replace", "path": "/note", "value": TOKEN}])
+
+    stored = body_of(hold, answer.ref)
+    assert answer.outcome == "resolved"
+    assert TOKEN.encode() not in stored
+    assert b"[REDACTED:" in stored
+    assert answer.change is not None
+    assert answer.change["credentials"] == "redacted"
+    assert answer.event is not None
+    assert answer.event.reason.value == "credential_redacted"
+    assert TOKEN not in answer.text
+
+
+def test_a_credential_patched_in_is_refused_under_the_parent_tools_reject_policy(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text('secrets_policy = { get_page = "reject" }\n', encoding="utf-8")
+    with open_hold(config_file=config) as hold:
+        ref = put(hold, json.dumps(PAGE).encode())
+        before = hold.store.artifacts()
+
+        answer = patch(hold, ref, json_patch=[{"op": "replace", "path": "/note", "value": TOKEN}])
+
+        assert hold.store.artifacts() == before
+    assert (answer.outcome, answer.ref) == ("rejected", Ref.parse(ref))
+    assert answer.event is not None
+    assert answer.event.reason.value == "credential_detected"
+    assert TOKEN not in answer.text
+
+
+def test_a_credential_patched_in_is_stored_restricted_under_a_mask_policy(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "cargohold.toml"
+    config.write_text('secrets_policy = { "*" = "mask" }\n', encoding="utf-8")
+    with open_hold(config_file=config) as hold:
+        ref = put(hold, json.dumps(PAGE).encode())
+
+        answer = patch(hold, ref, json_patch=[{"op": "replace", "path": "/note", "value": TOKEN}])
+        record = hold.store.stat(answer.ref).record  # type: ignore[arg-type]
+
+        assert record is not None
+        assert record.sensitivity.value == "restricted"
+        assert TOKEN.encode() in body_of(hold, answer.ref)  # the exact bytes, kept restricted
+        assert answer.change is not None
+        assert answer.change["credentials"] == "masked"

@@ -254,6 +254,7 @@ class Hold:
             default_budget=settings.read_budget,
             reporter=reporter,
             ttl=ttl,
+            secrets_policy=settings.secrets_policy,
         )
         self._guard: Guard | None = None
 

@@ -30,7 +30,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -55,10 +55,11 @@ from cargohold._events import (
 )
 from cargohold._facade import ScopedStore
 from cargohold._query import MAX_DEPTH, QueryFailedError, QueryLimit, compile_expression
-from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome
+from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome, Sensitivity
 from cargohold._ref import Ref
 from cargohold._rehydrate import RehydrateResult, Rehydrator, SearchResult
-from cargohold._text import utf8_len
+from cargohold._secrets import describe_findings, find_secrets, policy_for, redact_secrets
+from cargohold._text import looks_textual, utf8_len
 from cargohold._tokens import estimate_tokens
 from cargohold._toolspecs import MAX_HITS, PATCH_TOOL, SEARCH_TOOL, SPECS, TOOL_NAMES, ToolSpec
 
@@ -217,9 +218,20 @@ class ReadToolset:
         reporter: Where ``artifact_patch`` reports its decisions (the reads report through
             ``rehydrator``); ``None`` reports nothing.
         ttl: The TTL of artifacts ``artifact_patch`` stores; the store's default when ``None``.
+        secrets_policy: The per-tool secrets policies (``redact``, ``reject``, ``mask``; a
+            ``"*"`` entry for every other tool): what ``artifact_patch`` stores of a result that
+            holds a credential, under the policy of the parent's tool, as an offload would.
     """
 
-    __slots__ = ("_default_budget", "_handlers", "_reader", "_reporter", "_store", "_ttl")
+    __slots__ = (
+        "_default_budget",
+        "_handlers",
+        "_reader",
+        "_reporter",
+        "_secrets_policy",
+        "_store",
+        "_ttl",
+    )
 
     def __init__(
         self,
@@ -229,8 +241,10 @@ class ReadToolset:
         default_budget: int,
         reporter: Reporter | None = None,
         ttl: float | None = None,
+        secrets_policy: Mapping[str, str] | None = None,
     ) -> None:
         self._reader = rehydrator
+        self._secrets_policy = dict(secrets_policy or {})
         self._store = store
         self._default_budget = default_budget
         self._reporter = reporter
@@ -438,6 +452,14 @@ class ReadToolset:
                     derived = _patch.apply_json_patch(old.data, operations, max_bytes=limit)
                 else:
                     derived = _patch.apply_edits(old.data, edit_list, max_bytes=limit)
+                # A patch can write a credential in: the derived bytes pass the secrets policy
+                # of the tool that produced the parent, as that tool's offload did.
+                policy = policy_for(self._secrets_policy, parent.tool)
+                findings = () if derived.data == old.data else tuple(find_secrets(derived.data))
+                if findings and policy == "redact":
+                    textual = looks_textual(derived.data)
+                    redacted = redact_secrets(derived.data, findings, keep_length=not textual)
+                    derived = replace(derived, data=redacted)
                 change = _patch.line_change(old.data, derived.data)
         except _patch.PatchError as exc:
             if exc.outcome == INVALID_ARGUMENTS:
@@ -462,6 +484,21 @@ class ReadToolset:
                 event=read_event,
                 change=facts,
             )
+        if findings and policy == "reject":
+            whose = f"tool {parent.tool}" if parent.tool else "every tool"
+            text = (
+                f"{PATCH_TOOL}: rejected: the result would hold credentials: "
+                f"{describe_findings(findings)}; nothing was stored (the secrets_policy of "
+                f"{whose} is reject)."
+            )
+            answer = ToolAnswer(PATCH_TOOL, REJECTED, text, ref)
+            refused = self._stored(
+                OffloadOutcome.REJECTED, Reason.CREDENTIAL_DETECTED, len(derived.data), None
+            )
+            return _with_event(answer, refused)
+        sensitivity = parent.sensitivity
+        if findings and policy == "mask":  # the exact bytes, stored as restricted
+            sensitivity = Sensitivity.RESTRICTED
         kind, classification = _derived_kind(derived.data, parent)
         try:
             put = self._store.put(
@@ -470,7 +507,7 @@ class ReadToolset:
                 kind=kind,
                 tool=PATCH_TOOL,
                 ttl=self._ttl,
-                sensitivity=parent.sensitivity,
+                sensitivity=sensitivity,
                 complete=parent.complete,
                 classification=classification,
                 parent=ref,
@@ -485,12 +522,22 @@ class ReadToolset:
             refused = self._stored(OffloadOutcome.REJECTED, reason, len(derived.data), None)
             return _with_event(answer, refused)
         facts = _change_facts(derived, change, parent, unchanged=False, existing=put.existing)
+        if findings:  # kinds and lines only, never a value
+            facts["credentials"] = "redacted" if policy == "redact" else "masked"
         text = _patch_text(put.ref, ref, facts)
+        if findings:
+            text += (
+                f"\ncredentials {facts['credentials']} in the stored result: "
+                f"{describe_findings(findings)}"
+                + (" (stored restricted: masked on every read)" if policy == "mask" else "")
+            )
         outcome, reason = (
             (OffloadOutcome.EXISTING_REFERENCE, Reason.IDENTICAL_CONTENT)
             if put.existing
             else (OffloadOutcome.OFFLOADED, Reason.DERIVED)
         )
+        if findings:
+            reason = Reason.CREDENTIAL_REDACTED if policy == "redact" else Reason.CREDENTIAL_MASKED
         event = self._stored(outcome, reason, len(derived.data), put.ref, context=utf8_len(text))
         return ToolAnswer(
             PATCH_TOOL,
