@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cargohold
 from cargohold import Budget, ProjectionClass, Ref, render_stub
 from cargohold.projection import detect, sniff_media_type
 
@@ -169,3 +170,13 @@ def test_a_stub_rendered_with_the_detection_made_before_the_put_is_the_same_stub
     assert (found.kind, found.classification) == ("json", ProjectionClass.COMPRESSIBLE)
     assert given_detection == sniffed_again
     assert given_detection.projection.kind == found.kind
+
+
+def test_a_big_integer_before_deep_nesting_is_offloaded_not_a_recursion_error() -> None:
+    deep = "[123456789012345678901234567890," + "[" * 200_000 + "]" * 200_000 + "]"
+    with cargohold.open("memory://", tenant="t", user="u", session="s") as hold:
+        result = hold.offload(deep, tool="x")
+
+        assert result.outcome.value == "offloaded"
+        assert hold.store.read(result.ref).raise_for_outcome() == deep.encode()  # type: ignore[arg-type]
+    assert sniff_media_type(deep.encode()) is None  # not provably JSON

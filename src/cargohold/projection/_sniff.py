@@ -58,7 +58,7 @@ def _is_json(data: bytes) -> bool:
             return False
         try:
             json.loads(body, parse_constant=_reject_constant)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the interpreter's stack: not proven
             return False
     return True
 
