@@ -655,3 +655,84 @@ def test_a_restarted_gateway_on_the_same_store_forwards_the_same_bytes() -> None
     first, second = (r.body for r in fake.received)
     assert first == second
     assert REF.search(first.decode())
+
+
+# -- exact JSON and raw headers -----------------------------------------------------------------
+
+
+def heavy_anthropic_body(extra: str) -> bytes:
+    """A Messages request with a heavy result, and ``extra`` (raw JSON text) beside it."""
+    request = {"model": "claude-fake", "max_tokens": 8, "messages": anthropic_history(heavy_log())}
+    text = json.dumps(request)
+    return (text[:-1] + ', "metadata": ' + extra + "}").encode()
+
+
+def post_messages(rig: Rig, body: bytes, **headers: str) -> httpx.Response:
+    return httpx.post(
+        rig.url + "/v1/messages",
+        content=body,
+        headers={"anthropic-version": "2023-06-01", "content-type": "application/json", **headers},
+    )
+
+
+def test_a_rewritten_request_forwards_an_integer_beyond_64_bits_digit_for_digit(gw: Rig) -> None:
+    answer = post_messages(gw, heavy_anthropic_body('{"account": 12345678901234567890123}'))
+
+    forwarded = gw.fake.received[-1].body
+    assert answer.status_code == 200
+    assert b'"account":12345678901234567890123' in forwarded
+    assert REF.search(forwarded.decode())
+
+
+def test_nan_beside_a_heavy_result_is_refused_in_the_provider_shape_and_not_forwarded(
+    gw: Rig,
+) -> None:
+    answers = [
+        post_messages(gw, heavy_anthropic_body('{"score": ' + value + "}"))
+        for value in ("NaN", "-Infinity", "1e400")
+    ]
+
+    assert [a.status_code for a in answers] == [400, 400, 400]
+    assert {a.json()["error"]["type"] for a in answers} == {"invalid_request_error"}
+    assert all(a.json()["error"]["message"].count("(malformed_request)") == 1 for a in answers)
+    assert gw.fake.received == []
+
+
+def test_a_lone_surrogate_escape_beside_a_heavy_result_is_forwarded_as_the_escape_sent(
+    gw: Rig,
+) -> None:
+    body = heavy_anthropic_body('{"note": "a\\ud800b"}')
+
+    answers = [post_messages(gw, body) for _ in range(2)]
+
+    forwarded = gw.fake.received[-1].body
+    assert [a.status_code for a in answers] == [200, 200]
+    assert b'"note":"a\\ud800b"' in forwarded
+    assert REF.search(forwarded.decode())
+    assert gw.fake.received[0].body == forwarded
+
+
+def test_a_non_ascii_request_header_is_forwarded_as_its_bytes(gw: Rig) -> None:
+    sent = "café-app".encode()
+    answer = httpx.post(
+        gw.url + "/v1/messages",
+        content=heavy_anthropic_body("{}"),
+        headers=[(b"anthropic-version", b"2023-06-01"), (b"user-agent", sent)],
+    )
+
+    assert answer.status_code == 200
+    assert gw.fake.received[-1].headers["user-agent"].encode("latin-1") == sent
+
+
+def test_a_non_latin1_upstream_response_header_is_relayed_as_its_bytes() -> None:
+    value = "日本".encode()
+    reply = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-name: " + value + b"\r\n"
+        b"content-length: 2\r\nconnection: close\r\n\r\n{}"
+    )
+    with raw_server(reply) as upstream, rig(upstream=upstream) as gw:
+        answers = [httpx.get(gw.url + "/v1/models") for _ in range(2)]
+
+    assert [a.status_code for a in answers] == [200, 200]
+    assert [a.headers.raw.count((b"x-name", value)) for a in answers] == [1, 1]
+    assert [a.content for a in answers] == [b"{}", b"{}"]

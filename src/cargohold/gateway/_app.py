@@ -13,6 +13,8 @@ an exception's text.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -47,18 +49,18 @@ _PROVIDERS = (ANTHROPIC, CHAT, RESPONSES)
 # Hop-by-hop headers (RFC 9110 7.6.1) and what httpx sets itself; never forwarded either way.
 _HOP = frozenset(
     {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
     }
 )
-_REQUEST_DROP = _HOP | {"host", "content-length", SESSION_HEADER}
+_REQUEST_DROP = _HOP | {b"host", b"content-length", SESSION_HEADER.encode()}
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
@@ -175,9 +177,11 @@ def build_app(
         url = base.rstrip("/") + request.url.path
         if request.url.query:
             url += "?" + request.url.query
+        # Raw bytes both ways: a header's value may be any octets (a UTF-8 user-agent), which
+        # neither side has to decode; hop-by-hop names are matched on their bytes.
         headers = [
             (name, value)
-            for name, value in request.headers.items()
+            for name, value in request.headers.raw
             if name.lower() not in _REQUEST_DROP
         ]
         client = state["client"]
@@ -198,11 +202,16 @@ def build_app(
                 "upstream_unavailable",
                 "the upstream could not be reached or did not answer with HTTP",
             )
-        relayed = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in _HOP]
-        response = _Relayed(
-            answer, _relay(answer, config.max_response_bytes), status_code=answer.status_code
-        )
-        response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in relayed]
+        try:
+            response = _Relayed(
+                answer, _relay(answer, config.max_response_bytes), status_code=answer.status_code
+            )
+            response.raw_headers = [
+                (name, value) for name, value in answer.headers.raw if name.lower() not in _HOP
+            ]
+        except BaseException:
+            await answer.aclose()  # the relay never starts: its connection is closed here
+            raise
         return response
 
     app = Starlette(
@@ -245,21 +254,57 @@ async def _read(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _loads(body: bytes) -> Any:
-    """The JSON of a body; orjson first, Python's json for what orjson refuses (integers
-    beyond 64 bits). Raises ``ValueError`` for a body that is not JSON."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
+# A run of 19 or more digits: an integer orjson would read as a float once it is over 64 bits
+# (or a fraction whose digits a float cannot keep); such a body is read and written by
+# Python's json, which keeps integers exact.
+_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
 
 
-def _dumps(value: Any) -> bytes:
-    """Compact JSON, key order kept: the same request gives the same bytes every turn."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # an integer beyond 64 bits
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+class _NotFinite(ValueError):
+    """A body with NaN, Infinity or a number too large for a float: no JSON can carry it."""
+
+
+def _constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotFinite(text)
+    return number
+
+
+def _loads(body: bytes) -> tuple[Any, bool]:
+    """The JSON of a body, and whether it must be written back by Python's json.
+
+    orjson reads what it reads exactly; a body with a long run of digits, or one orjson
+    refuses (a lone surrogate escape, an integer beyond 64 bits), is read by Python's json.
+
+    Raises:
+        _NotFinite: The body holds NaN, Infinity or a number beyond a float's range.
+        ValueError: The body is not JSON.
+    """
+    if _LONG_DIGITS.search(body) is None:
+        try:
+            return orjson.loads(body), False
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(body, parse_constant=_constant, parse_float=_finite), True
+
+
+def _dumps(value: Any, python: bool) -> bytes:
+    """Compact JSON, key order kept: the same request gives the same bytes every turn.
+
+    ``python``: written by Python's json (what it read), ASCII-escaped, so a lone surrogate
+    goes back as the escape the client sent and every integer as its digits.
+    """
+    if not python:
+        try:
+            return orjson.dumps(value)
+        except TypeError:  # a string orjson cannot write (a surrogate the rewrite produced)
+            pass
+    return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
 
 
 async def _rewrite(
@@ -267,7 +312,15 @@ async def _rewrite(
 ) -> bytes | Response:
     """The body to forward, or the provider-shaped refusal to answer instead."""
     try:
-        parsed = _loads(body)
+        parsed, python = _loads(body)
+    except _NotFinite:
+        return _error(
+            provider,
+            400,
+            "malformed_request",
+            "the request body holds NaN, Infinity or a number beyond a float's range, "
+            "which JSON cannot carry",
+        )
     except (ValueError, RecursionError):
         return _error(provider, 400, "malformed_request", "the request body is not JSON")
     if not isinstance(parsed, dict):
@@ -292,9 +345,25 @@ async def _rewrite(
         return _error(
             provider, 500, "rewrite_failed", f"the request could not be rewritten ({exc.code})"
         )
+    except Exception as exc:  # a bug must not answer plain text on every turn
+        return _failed(provider, exc)
     if forwarded is parsed:
         return body  # nothing rewritten: the client's bytes, exactly
-    return _dumps(forwarded)
+    try:
+        return _dumps(forwarded, python)
+    except Exception as exc:  # as above
+        return _failed(provider, exc)
+
+
+def _failed(provider: Provider, exc: Exception) -> Response:
+    """The provider-shaped 500 for an unexpected failure of the rewrite: only the
+    exception's type reaches the client, never its text."""
+    return _error(
+        provider,
+        500,
+        "rewrite_failed",
+        f"the request could not be rewritten ({type(exc).__name__})",
+    )
 
 
 async def _relay(answer: httpx.Response, limit: int) -> AsyncIterator[bytes]:
