@@ -34,6 +34,7 @@ from cargohold import (
     open_store,
 )
 from cargohold.store import default_root
+from cargohold.store._local import SCHEMA_VERSION
 from cargohold.testing import FakeClock
 
 ALICE = Scope("tenant-acme", "user-ana", "session-1")
@@ -435,6 +436,58 @@ def test_gc_keeps_a_blob_a_put_names_between_its_walk_and_its_removal(
     assert local_store.verify() == []
 
 
+def _lose_the_index(root: Path) -> None:
+    for name in ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"):
+        (root / name).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("written_after", [False, True])
+def test_gc_after_the_index_was_lost_keeps_every_blob_file_and_verify_reports_them(
+    store_root: Path, clock: FakeClock, written_after: bool
+) -> None:
+    with _opened(store_root, clock) as store:
+        refs = [ScopedStore(store, ALICE).put(f"kept bytes {i}".encode()).ref for i in range(3)]
+    paths = [store.blob_path_for_tests(ALICE.tenant, ref) for ref in refs]
+    for path in paths:  # written an hour before the index was lost
+        info = path.stat()
+        os.utime(path, (info.st_atime - 3600, info.st_mtime - 3600))
+    _lose_the_index(store_root)
+
+    with _opened(store_root, clock) as store:
+        if written_after:  # the next offload came before gc: the new index is not empty
+            ScopedStore(store, ALICE).put(b"written to the new index")
+        report = store.gc()
+        findings = store.verify()
+
+    assert (report.artifacts, report.blobs) == (0, 0)
+    assert all(path.exists() for path in paths)
+    assert sorted((f.kind, f.digest) for f in findings) == sorted(
+        ("orphan", ref.digest) for ref in refs
+    )
+
+
+def test_gc_keeps_the_file_of_a_malformed_blob_row_and_sweeps_no_orphan_meanwhile(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    _, damaged = _stored(local_store, b"a blob whose row is damaged")
+    _stored(local_store, b"a sound blob")
+    leftover = Ref.of(b"a leftover no row names")
+    path = local_store.blob_path_for_tests(ALICE.tenant, leftover)
+    _private_dirs(path.parent)
+    path.write_bytes(b"a leftover no row names")
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        db.execute("PRAGMA foreign_keys=OFF")
+        db.execute("UPDATE blobs SET digest = 'not a digest' WHERE digest = ?", (damaged.digest,))
+        db.commit()
+
+    report = local_store.gc()
+
+    assert report.blobs == 0
+    assert local_store.blob_path_for_tests(ALICE.tenant, damaged).exists()
+    assert path.exists()
+    assert "corrupt" in {f.kind for f in local_store.verify()}
+
+
 @pytest.mark.parametrize("relative", ["README.txt", "ab/notes", "0123/ab/cd", "zz/zz/not-a-digest"])
 def test_an_unknown_entry_in_objects_is_reported_and_kept(
     local_store: LocalStore, store_root: Path, clock: FakeClock, relative: str
@@ -489,6 +542,7 @@ def test_an_index_of_the_first_schema_gains_the_parent_column_when_opened_and_ke
     with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
         # What the first schema looked like: the same tables, without the parent column.
         db.execute("ALTER TABLE artifacts DROP COLUMN parent")
+        db.execute("ALTER TABLE stats DROP COLUMN since")
         db.execute("DROP TABLE search_text")
         db.execute("DROP TABLE search_docs")
         db.execute("PRAGMA user_version = 1")
@@ -505,7 +559,7 @@ def test_an_index_of_the_first_schema_gains_the_parent_column_when_opened_and_ke
     with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
         (version,) = db.execute("PRAGMA user_version").fetchone()
         columns = [row[1] for row in db.execute("PRAGMA table_info(artifacts)")]
-    assert version == 3
+    assert version == SCHEMA_VERSION
     assert columns[-1] == "parent"
 
 
@@ -1274,6 +1328,7 @@ def _to_version_2(root: Path) -> None:
     with contextlib.closing(sqlite3.connect(root / "index.sqlite3")) as db:
         db.execute("DROP TABLE search_text")
         db.execute("DROP TABLE search_docs")
+        db.execute("ALTER TABLE stats DROP COLUMN since")
         db.execute("PRAGMA user_version = 2")
         db.commit()
 
@@ -1293,7 +1348,7 @@ def test_an_index_of_schema_2_gains_a_search_index_of_its_text_artifacts_when_op
         assert store.verify() == []
     with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
         (version,) = db.execute("PRAGMA user_version").fetchone()
-    assert version == 3
+    assert version == SCHEMA_VERSION
 
 
 def _drop_search_rows(root: Path) -> None:

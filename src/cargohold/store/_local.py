@@ -182,6 +182,15 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             " tokenize = 'unicode61 remove_diacritics 0')",
         ),
     ),
+    (
+        4,
+        (
+            # When this index began to name every blob it keeps (system time, as file times
+            # are; set by _migrate): a blob file older than it may be one a lost index named,
+            # so gc keeps it (verify reports it); only a younger one is provably a leftover.
+            "ALTER TABLE stats ADD COLUMN since REAL",
+        ),
+    ),
 )
 """Each step of the index after version 1: its version and the statements that reach it.
 
@@ -190,6 +199,9 @@ put again (``verify`` names each one as ``unindexed``)."""
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 """The index version this cargohold reads and writes."""
+
+_MTIME_SLACK = 1.0
+"""Seconds by which a file's time may precede the index's ``since`` and still count as younger."""
 
 _RECORD_COLUMNS = RECORD_COLUMNS
 _UNINDEX_TEXT = (
@@ -424,6 +436,9 @@ class LocalStore:
                         db.execute(statement)
             if version < 3:
                 self._index_existing(db)
+            if version < 4:
+                # An upgraded index keeps every file older than now: not provably garbage.
+                db.execute("UPDATE stats SET since = ? WHERE id = 1", (time.time(),))
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _index_existing(self, db: sqlite3.Connection) -> None:
@@ -1112,13 +1127,26 @@ class LocalStore:
         (``objects/<tenant key>/<ab>/<62 hex>``) is one; anything else under ``objects`` is an
         unknown entry, kept. The rows are read before the walk: a blob renamed into place
         after them may be listed, and :meth:`_remove_orphans` sees its row then.
+
+        "No row names it" proves a file garbage only while the index is whole, so none is
+        listed (``verify`` still reports each) when a blob row is malformed (its file may be
+        the one the row meant), when the index names no blob at all (a lost index, made anew
+        empty), or for a file older than the index's ``since`` (a lost index, made anew, then
+        written to): such a file may hold bytes a record named, and is never swept.
         """
         named: dict[str, set[str]] = {}
         with self._lock:
-            rows = self._index.execute("SELECT tenant, digest FROM blobs").fetchall()
-        for tenant, digest in rows:
-            if isinstance(tenant, str) and is_digest(digest):
-                named.setdefault(tenant_key(tenant), set()).add(digest)
+            rows = self._index.execute("SELECT tenant, digest, size FROM blobs").fetchall()
+            (since,) = self._index.execute("SELECT since FROM stats WHERE id = 1").fetchone()
+        if not rows or not isinstance(since, float):
+            return []
+        for tenant, digest, size in rows:
+            if not isinstance(tenant, str) or not is_digest(digest) or not is_row_int(size):
+                return []
+            named.setdefault(tenant_key(tenant), set()).add(digest)
+        # File times come from the kernel's coarse clock, which may lag time.time() by a tick:
+        # a leftover written just after the index was made must not look older than it.
+        since -= _MTIME_SLACK
         try:
             top = os.lstat(self._objects)
         except FileNotFoundError:
@@ -1140,7 +1168,7 @@ class LocalStore:
                         continue
                     with contextlib.suppress(FileNotFoundError):
                         info = os.lstat(os.path.join(prefix_dir, rest))
-                        if stat.S_ISREG(info.st_mode):
+                        if stat.S_ISREG(info.st_mode) and info.st_mtime >= since:
                             found.append((key, digest, info.st_size))
         return found
 
