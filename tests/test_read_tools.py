@@ -1228,3 +1228,31 @@ def test_the_async_call_answers_as_the_sync_call_does(hold: Hold) -> None:
         expected = hold.call_tool(name, arguments)
         assert answer.structured() == expected.structured()
         assert answer.text == expected.text
+
+
+@pytest.mark.parametrize("expression", ["ceil(a[0])", "floor(a[0])", "a", "a[0]", "sum(b)"])
+def test_a_query_meeting_a_number_past_a_doubles_range_fails_clearly_and_answers_no_infinity(
+    hold: Hold, expression: str
+) -> None:
+    ref = put(hold, b'{"a": [1e400], "b": [1e308, 1e308]}', "application/json")
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": expression})
+
+    assert answer.outcome == "invalid_arguments"
+    assert answer.content is None
+    assert "not finite" in answer.text
+    assert "digits" not in answer.text
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+def test_a_query_on_a_body_holding_nan_or_infinity_says_it_is_not_json(
+    hold: Hold, constant: bytes
+) -> None:
+    ref = put(hold, b'{"a": [' + constant + b"]}", "application/json")
+
+    answer = hold.call_tool("artifact_query", {"ref": ref, "expression": "ceil(a[0])"})
+
+    assert answer.outcome == "invalid_arguments"
+    assert "not JSON" in answer.text
+    assert "digits" not in answer.text
+    assert "artifact_grep" in answer.text

@@ -135,7 +135,10 @@ def evaluate(compiled: Any, document: Any, *, budget: int, body_bytes: int) -> s
         size = serialized_at_least(answer, budget)
         if size > budget:
             raise QueryLimit("size", size)
-        return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        # allow_nan=False: Infinity and NaN are not JSON, and the answer is JSON text.
+        return json.dumps(answer, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except OverflowError:  # ceil() or floor() of a number read as infinite (1e400)
+        raise QueryFailed(NON_FINITE) from None
     except jmespath.exceptions.JMESPathTypeError as exc:
         raise QueryFailed(_type_error(exc)) from None
     except jmespath.exceptions.ArityError as exc:
@@ -150,7 +153,23 @@ def evaluate(compiled: Any, document: Any, *, budget: int, body_bytes: int) -> s
     except ValueError as exc:  # a number too long to write (Python's 4,300-digit limit)
         if isinstance(exc, jmespath.exceptions.JMESPathError):
             raise QueryFailed(_short(type(exc).__name__)) from None
+        if _non_finite(exc):  # NaN to an integer, or Infinity/NaN written out as JSON
+            raise QueryFailed(NON_FINITE) from None
         raise QueryFailed("the answer holds a number too long to write as text") from None
+
+
+NON_FINITE: Final = (
+    "a number is not finite (one of the document past a double's range, as 1e400, reads as "
+    "infinite, and a sum can overflow): no function takes it and JSON cannot write it"
+)
+"""Why a query met a non-finite number: a function refused it or the answer would hold it."""
+
+
+def _non_finite(exc: ValueError) -> bool:
+    """Whether ``exc`` is a non-finite float's: ``int(nan)`` or ``json.dumps(inf,
+    allow_nan=False)`` (the standard library's own messages, the only way to tell)."""
+    text = str(exc)
+    return text.startswith("Out of range float values") or "float NaN" in text
 
 
 class _Unserializable(Exception):

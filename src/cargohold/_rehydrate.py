@@ -725,9 +725,13 @@ class Rehydrator:
             return self._binary(ref, limit, size)
         try:
             with CPU_BOUND:  # parsing the whole body: see cargohold._cpu
-                document = json.loads(result.data)
+                document = json.loads(result.data, parse_constant=_refuse_constant)
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise UsageError("the artifact is not JSON; use grep or a line read") from None
+        except _NotJSONConstantError:
+            raise UsageError(
+                "the artifact is not JSON (it holds NaN or Infinity); use grep or a line read"
+            ) from None
         except RecursionError:  # valid, maybe, but nested deeper than the parser recurses
             raise _too_deep() from None
         except ValueError:  # an integer of more digits than Python converts (4,300)
@@ -737,6 +741,8 @@ class Rehydrator:
             ) from None
         try:
             text = evaluate(compiled, document, budget=limit, body_bytes=size)
+            if not _is_text(text):  # a lone surrogate the body spelled "\udcff": keep it escaped
+                text = json.dumps(json.loads(text), separators=(",", ":"))
         except QueryFailed as exc:
             raise QueryFailedError(f"the expression failed on this document: {exc}") from None
         except QueryLimit as exc:
@@ -752,8 +758,6 @@ class Rehydrator:
             )
         except RecursionError:  # comparing or writing back values nested almost that deep
             raise _too_deep() from None
-        if not _is_text(text):  # a lone surrogate the body spelled "\udcff": keep it escaped
-            text = json.dumps(json.loads(text), separators=(",", ":"))
         answer_size = utf8_len(text)
         if answer_size > limit:
             return self._decide(
@@ -1026,6 +1030,14 @@ def _is_text(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+class _NotJSONConstantError(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a body: Python's JSON reads them, JSON has none."""
+
+
+def _refuse_constant(name: str) -> object:
+    raise _NotJSONConstantError(name)
 
 
 def _too_deep() -> UsageError:
