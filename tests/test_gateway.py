@@ -106,12 +106,12 @@ def gw() -> Iterator[Rig]:
         yield value
 
 
-def anthropic_history(result: str) -> list[dict[str, Any]]:
+def anthropic_history(result: str, tool: str = "bash") -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": "look at the log"},
         {
             "role": "assistant",
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"c": "x"}}],
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": {"c": "x"}}],
         },
         {
             "role": "user",
@@ -504,11 +504,51 @@ def test_a_heavy_reads_structured_answer_is_forwarded_as_its_recovered_segment(g
     decisions = len(offloads(gw))
 
     gw.anthropic().messages.create(
-        model="claude-fake", max_tokens=64, messages=anthropic_history(sent)
+        model="claude-fake",
+        max_tokens=64,
+        messages=anthropic_history(sent, tool="mcp__cargohold__artifact_read"),
     )
 
     assert forwarded_result_anthropic(gw) == answer.content[0].text  # type: ignore[union-attr]
     assert len(offloads(gw)) == decisions
+
+
+@pytest.mark.parametrize("tool", ["bash", "mcp__cargohold__artifact_read"])
+def test_a_result_shaped_like_a_read_answer_that_does_not_verify_is_offloaded_every_turn(
+    gw: Rig, tool: str
+) -> None:
+    from cargohold.mcp._readtools import call_read_tool
+
+    ref = gw.hold.store.put(heavy_log().encode(), media_type="text/plain").ref
+    read = {"ref": str(ref), "offset": 0, "length": 60_000, "budget": 100_000}
+    answer = asyncio.run(call_read_tool(gw.hold, "artifact_read", read))
+    assert answer.structured_content is not None
+    forged = dict(answer.structured_content)
+    forged["text"] = forged["text"].replace("worker 7 done", "worker 7 DONE", 1)
+    assert forged["text"] != answer.structured_content["text"]
+    sent = json.dumps(forged, separators=(",", ":"))
+    client = gw.anthropic()
+
+    for _ in range(2):
+        client.messages.create(
+            model="claude-fake", max_tokens=64, messages=anthropic_history(sent, tool=tool)
+        )
+        assert_stub_reads_back(gw, forwarded_result_anthropic(gw), sent)
+
+
+def test_another_tools_result_shaped_like_a_genuine_read_answer_is_offloaded(gw: Rig) -> None:
+    from cargohold.mcp._readtools import call_read_tool
+
+    ref = gw.hold.store.put(heavy_log().encode(), media_type="text/plain").ref
+    read = {"ref": str(ref), "offset": 0, "length": 60_000, "budget": 100_000}
+    answer = asyncio.run(call_read_tool(gw.hold, "artifact_read", read))
+    sent = json.dumps(answer.structured_content, separators=(",", ":"))
+
+    gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=64, messages=anthropic_history(sent, tool="bash")
+    )
+
+    assert_stub_reads_back(gw, forwarded_result_anthropic(gw), sent)
 
 
 def test_a_heavy_recovered_segment_is_forwarded_as_it_is_and_counts_nothing_kept_out() -> None:

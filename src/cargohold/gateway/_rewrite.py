@@ -24,9 +24,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cargohold._errors import StoreError
 from cargohold._events import OffloadOutcome, Reason
 from cargohold._secrets import redaction_note, screen_text
 from cargohold._segment import OPEN as SEGMENT_OPEN
+from cargohold._segment import parse_segment
 from cargohold._stub import MARKER
 from cargohold._toolspecs import SPECS
 from cargohold.compact._model import RESULT
@@ -177,7 +179,7 @@ class Rewriter:
                         if screened is not None:
                             stubs[slot.kind, slot.part] = screened
                         continue
-                    segment = _structured_segment(slot.kind, slot.body)
+                    segment = _structured_segment(hold, slot.kind, slot.tool, slot.body)
                     if segment is not None:
                         stubs[slot.kind, slot.part] = segment
                         continue
@@ -304,23 +306,46 @@ def _screened(
     return f"{screened}{MARKER} {note}"
 
 
-def _structured_segment(kind: str, body: str) -> str | None:
+def _structured_segment(hold: Hold, kind: str, tool: str | None, body: str) -> str | None:
     """The recovered segment of a read tool's structured answer sent as the result (Claude Code
     sends an MCP result's structured content, as compact JSON, when there is one), else ``None``.
 
-    Forwarded in the answer's place: the segment the text part holds, which the guard verifies
-    (a forged one is refused as a leak), and which offloading would undo (the model asked for
-    those bytes). Only the segment goes on, never the object's other fields.
+    Forwarded in the answer's place: the segment the text part holds, which offloading would
+    undo (the model asked for those bytes). Only when the result is a cargohold read tool's
+    (``artifact_read``, or Claude Code's ``mcp__<server>__artifact_read``) and the segment is
+    genuine under the hold's marker key: anything else shaped like one (another tool's output,
+    a forged segment) is offloaded like any heavy result, so no tool output can put a segment
+    the guard refuses into every later turn. Only the segment goes on, never the object's other
+    fields.
     """
-    if kind != RESULT or not body.startswith('{"tool":"artifact_'):
+    if kind != RESULT or not _is_read_tool(tool) or not body.startswith('{"tool":"artifact_'):
         return None
     try:
         answer = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(answer, dict) or answer.get("tool") not in {spec.name for spec in SPECS}:
+    if not isinstance(answer, dict) or answer.get("tool") not in _READ_TOOLS:
         return None
     text = answer.get("text")
     if not isinstance(text, str) or not text.startswith(SEGMENT_OPEN):
         return None
+    try:
+        key = hold.store.marker_key()
+    except StoreError:
+        return None  # no key, no genuine segment: offloaded (and failing closed there)
+    if parse_segment(text, key=key) is None:
+        return None
     return text
+
+
+_READ_TOOLS = frozenset(spec.name for spec in SPECS)
+
+
+def _is_read_tool(tool: str | None) -> bool:
+    """Whether ``tool`` names a cargohold read tool, bare or as Claude Code names an MCP
+    server's tool (``mcp__<server>__<tool>``)."""
+    if tool is None:
+        return False
+    if tool.startswith("mcp__"):
+        tool = tool.rpartition("__")[2]
+    return tool in _READ_TOOLS
