@@ -1256,3 +1256,36 @@ def test_a_query_on_a_body_holding_nan_or_infinity_says_it_is_not_json(
     assert "not JSON" in answer.text
     assert "digits" not in answer.text
     assert "artifact_grep" in answer.text
+
+
+def test_a_line_read_of_bytes_that_are_not_utf8_says_it_is_not_exact_and_where_they_read(
+    hold: Hold,
+) -> None:
+    body = b"first line\nsecond \xff\xc3( line\nthird line\n"
+    ref = put(hold, body, "text/plain")
+
+    answer = hold.call_tool("artifact_read_lines", {"ref": ref, "start_line": 2, "end_line": 3})
+    facts = json.loads(json.dumps(answer.structured()))
+
+    assert answer.outcome == "resolved"
+    assert answer.content == "second \ufffd\ufffd( line\nthird line\n"
+    assert facts["exact"] is False
+    assert facts["sha256"] == hashlib.sha256(answer.content.encode()).hexdigest()  # what it is
+    segment = parse_segment(answer.text, key=hold.store.marker_key())
+    assert segment is not None  # still a genuine segment, its span saying so
+    assert segment.span == "lines 2-3 of 3, not utf-8: replaced"
+    assert (facts["start"], facts["end"]) == (11, len(body))
+    exact_bytes = facts["exact_bytes"]
+    exact = hold.call_tool("artifact_read", {"ref": ref, **exact_bytes})
+    assert exact.data() == body[facts["start"] : facts["end"]]
+
+
+def test_a_line_read_of_utf8_text_is_exact_and_says_nothing_of_it(hold: Hold) -> None:
+    ref = put(hold, "première ligne\ndeuxième\n".encode(), "text/plain")
+
+    answer = hold.call_tool("artifact_read_lines", {"ref": ref, "start_line": 1})
+
+    assert answer.outcome == "resolved"
+    assert "exact" not in answer.structured()
+    assert "utf-8" not in answer.text.partition("\n")[0]
+    assert answer.data() == "première ligne\ndeuxième\n".encode()

@@ -87,11 +87,15 @@ class RehydrateResult:
             or a grep): the first base64 page that fits, ``(offset, length)`` for
             :meth:`Rehydrator.read`. When ``out_of_range``: the last range of the body that
             fits, in the read's own terms (``None``: the body is empty, or its last line alone
-            is over the budget).
+            is over the budget). When a line read resolved ``lossy``: the ``(offset, length)``
+            byte read of its exact bytes.
         masked: The answer was made from a copy of the body with its credentials masked (same
             length and lines), so it is not the body's exact bytes; the span says so too.
         lines: The body's line count (a line read that resolved, was ``over_budget`` or
             ``out_of_range``), counted as ``wc -l`` does plus a last line without a newline.
+        lossy: A line read of bytes that are not all UTF-8: each bad byte came back as U+FFFD,
+            so the answer is not the exact bytes ``[start, end)`` (the span says so, and ``fit``
+            names the ``(offset, length)`` byte read that returns them exactly, base64).
         bound: A query that was ``over_budget`` before its answer was complete: which bound
             stopped it (``size``: the answer was at least ``answer_bytes`` when its growth
             stopped; ``steps``, ``depth`` or ``time``: the expression did too much work, nested
@@ -115,6 +119,7 @@ class RehydrateResult:
     masked: bool = False
     bound: str | None = None
     lines: int | None = None
+    lossy: bool = False
 
     @property
     def ok(self) -> bool:
@@ -369,6 +374,7 @@ class Rehydrator:
         reason: Reason | None = None,
         bound: str | None = None,
         lines: int | None = None,
+        lossy: bool = False,
     ) -> RehydrateResult:
         rehydrate_outcome = RehydrateOutcome(outcome.value)
         if reason is None:
@@ -411,6 +417,7 @@ class Rehydrator:
             masked=masked,
             bound=bound,
             lines=lines,
+            lossy=lossy and answer is not None,
         )
 
     def _whole(self, ref: Ref, budget: int) -> tuple[ReadResult, RehydrateResult | None, bool]:
@@ -591,7 +598,11 @@ class Rehydrator:
         first = min(start, stop + 1)
         begin = line_offset(data, first)
         finish = line_offset(data, stop + 1)
-        text = data[begin:finish].decode("utf-8", "replace")
+        raw = data[begin:finish]
+        try:
+            text, lossy = raw.decode("utf-8"), False
+        except UnicodeDecodeError:  # shown as U+FFFD, and said to be: not the exact bytes
+            text, lossy = raw.decode("utf-8", "replace"), True
         size = utf8_len(text)
         if size > limit:
             cut = data.rfind(b"\n", begin, begin + limit)  # the last whole line that fits
@@ -606,6 +617,8 @@ class Rehydrator:
                 lines=count,
             )
         span = f"lines {first}-{stop} of {count}"
+        if lossy:  # a segment's span is short, lower-case ASCII (see cargohold._segment)
+            span += ", not utf-8: replaced"
         return self._decide(
             ref,
             result.outcome,
@@ -615,8 +628,10 @@ class Rehydrator:
             start=begin,
             end=finish,
             size=total,
+            fit=(begin, finish - begin) if lossy else None,
             masked=masked,
             lines=count,
+            lossy=lossy,
         )
 
     def grep(

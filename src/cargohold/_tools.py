@@ -110,6 +110,10 @@ class ToolAnswer:
             ``masked``), never content; ``()`` when nothing matched. ``None`` for the other
             tools.
         left_out: ``artifact_search``: hits whose verified read did not resolve, or binary.
+        exact_bytes: ``artifact_read_lines`` of lines that are not all UTF-8: each bad byte
+            came back as U+FFFD, so ``content`` is not the bytes ``[start, end)`` (``sha256``
+            is of what was returned); this is the ``(offset, length)`` of the
+            ``artifact_read`` that returns them exactly. ``None`` when the answer is exact.
     """
 
     tool: str
@@ -129,6 +133,7 @@ class ToolAnswer:
     masked: bool = False
     hits: tuple[Mapping[str, Any], ...] | None = field(default=None, hash=False)
     left_out: int = 0
+    exact_bytes: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -154,7 +159,9 @@ class ToolAnswer:
 
         ``change`` appears in an ``artifact_patch`` answer that resolved, and ``parent`` when
         that answer names a new artifact; the other tools' answers have neither. ``masked``
-        appears (``true``) when a read answered from a masked copy.
+        appears (``true``) when a read answered from a masked copy; ``exact`` (``false``) and
+        ``exact_bytes`` (``{"offset", "length"}`` of the ``artifact_read`` that returns them)
+        when a line read replaced bytes that are not UTF-8.
         """
         facts: dict[str, Any] = {
             "tool": self.tool,
@@ -173,6 +180,10 @@ class ToolAnswer:
             facts["change"] = dict(self.change)
         if self.masked:
             facts["masked"] = True
+        if self.exact_bytes is not None:
+            facts["exact"] = False
+            offset, length = self.exact_bytes
+            facts["exact_bytes"] = {"offset": offset, "length": length}
         if self.hits is not None:
             facts["hits"] = [dict(hit) for hit in self.hits]
             facts["left_out"] = self.left_out
@@ -614,6 +625,7 @@ class ReadToolset:
             content=content,
             event=result.event,
             masked=result.masked,
+            exact_bytes=result.fit if result.lossy else None,
         )
 
 
