@@ -927,6 +927,50 @@ def test_gc_removes_a_blob_row_no_record_names(
     assert store.store_usage() == Usage(1, len(b"kept"))
 
 
+def _blob_digests(pg_cluster: PgCluster, url: str) -> list[str]:
+    with pg_cluster.connect(_dbname(url)) as conn:  # type: ignore[attr-defined]
+        rows = conn.execute("SELECT digest FROM cargohold.blobs ORDER BY digest").fetchall()
+    return [str(digest) for (digest,) in rows]
+
+
+def test_gc_keeps_the_blob_of_a_record_whose_digest_is_malformed(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    kept = scoped.put(b"a sound artifact").ref
+    damaged = scoped.put(b"an artifact whose row is edited").ref
+    _tamper(
+        pg_cluster,
+        store_url,
+        "UPDATE cargohold.artifacts SET digest = %s WHERE digest = %s",
+        "AB" * 32,
+        damaged.digest,
+    )
+
+    dry = store.gc(dry_run=True)
+    report = store.gc()
+
+    assert dry.blobs == report.blobs == 0
+    assert _blob_digests(pg_cluster, store_url) == sorted([kept.digest, damaged.digest])
+
+
+def test_gc_after_every_record_was_lost_keeps_every_blob_and_verify_reports_them(
+    store: PostgresStore, store_url: str, pg_cluster: PgCluster
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    refs = [scoped.put(f"bytes a lost record named {i}".encode()).ref for i in range(3)]
+    _tamper(pg_cluster, store_url, "DELETE FROM cargohold.artifacts")
+
+    dry = store.gc(dry_run=True)
+    report = store.gc()
+
+    assert dry.blobs == report.blobs == 0
+    assert _blob_digests(pg_cluster, store_url) == sorted(ref.digest for ref in refs)
+    assert sorted((f.kind, f.digest) for f in store.verify()) == sorted(
+        ("orphan", ref.digest) for ref in refs
+    )
+
+
 def test_a_server_still_starting_up_or_recovering_is_waited_for_within_the_timeout(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

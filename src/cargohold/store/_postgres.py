@@ -187,10 +187,15 @@ _LOST_CONNECTION_STATES = frozenset({"57P01", "57P02", "57P03"})
 _RECORD_COLUMNS = ", ".join("a." + column.strip() for column in RECORD_COLUMNS.split(","))
 """The record columns of :func:`record_from_row`, of the artifacts table aliased ``a``."""
 _OWNED = 'a.tenant = %(tenant)s AND a."user" = %(user)s AND a.session = %(session)s'
+_UNNAMED_OK = (
+    "(EXISTS (SELECT 1 FROM {s}.artifacts)"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.artifacts WHERE digest !~ '^[0-9a-f]{64}$'))"
+)
+"""When "no record names this blob row" proves it garbage: some record is left, none malformed."""
 
 # Every statement names its tables through "{s}", the store's checked, quoted schema name, and
-# "{cols}" and "{owned}" stand for the two fragments above (see _Sql). Values are always bound
-# parameters, never formatted in.
+# "{cols}", "{owned}" and "{unnamed_ok}" stand for the fragments above (see _Sql). Values are
+# always bound parameters, never formatted in.
 _SQL_TEMPLATES = {
     "select_one": "SELECT {cols} FROM {s}.artifacts a WHERE {owned} AND a.digest = %(digest)s",
     "select_all": "SELECT {cols} FROM {s}.artifacts a WHERE {owned} ORDER BY a.created, a.digest",
@@ -325,20 +330,27 @@ _SQL_TEMPLATES = {
     " WHERE id = 1 RETURNING objects, bytes",
     # A digest that is not 64 hex (a tampered row: artifacts.digest has no CHECK of its own)
     # is never followed; verify reports it. Blob rows no record names (none of the put's
-    # making, but a tampered or restored database may hold them) are collected too.
+    # making, but a tampered or restored database may hold them) are collected too, but only
+    # while that proves them garbage ({unnamed_ok}): not while a record's digest is malformed
+    # (the blob may be the one it meant) nor while no record is left at all (a lost or
+    # truncated artifacts table would otherwise take every blob with it).
     "expired_blobs": "SELECT DISTINCT tenant, digest FROM {s}.artifacts"
     " WHERE expires <= %(now)s AND digest ~ '^[0-9a-f]{64}$'"
     " UNION SELECT tenant, digest FROM {s}.blobs b WHERE NOT EXISTS (SELECT 1 FROM"
-    " {s}.artifacts a WHERE a.tenant = b.tenant AND a.digest = b.digest)"
+    " {s}.artifacts a WHERE a.tenant = b.tenant AND a.digest = b.digest) AND {unnamed_ok}"
     " ORDER BY tenant, digest",
     # The blobs gc would remove are exactly those no live record names: those whose records
-    # all expired, and those no record names at all.
+    # all expired, and those no record names at all (while {unnamed_ok}).
     "dry_run_gc": "SELECT count(*),"
     " (SELECT count(*) FROM {s}.blobs b WHERE NOT EXISTS (SELECT 1 FROM {s}.artifacts y"
-    "   WHERE y.tenant = b.tenant AND y.digest = b.digest AND y.expires > %(now)s)),"
+    "   WHERE y.tenant = b.tenant AND y.digest = b.digest AND y.expires > %(now)s)"
+    "   AND ({unnamed_ok} OR EXISTS (SELECT 1 FROM {s}.artifacts y"
+    "   WHERE y.tenant = b.tenant AND y.digest = b.digest))),"
     " (SELECT coalesce(sum(size), 0)::bigint FROM {s}.blobs b WHERE NOT EXISTS (SELECT 1"
     "   FROM {s}.artifacts y WHERE y.tenant = b.tenant AND y.digest = b.digest"
-    "   AND y.expires > %(now)s))"
+    "   AND y.expires > %(now)s)"
+    "   AND ({unnamed_ok} OR EXISTS (SELECT 1 FROM {s}.artifacts y"
+    "   WHERE y.tenant = b.tenant AND y.digest = b.digest)))"
     " FROM {s}.artifacts WHERE expires <= %(now)s AND digest ~ '^[0-9a-f]{64}$'",
     "lock_blobs": "SELECT 1 FROM {s}.blobs WHERE (tenant, digest) IN"
     " (SELECT * FROM unnest(%(tenants)s::text[], %(digests)s::text[]))"
@@ -376,7 +388,11 @@ class _Sql:
     def __init__(self, schema: str) -> None:
         name = migrations.quoted_schema(schema)
         for key, template in _SQL_TEMPLATES.items():
-            text = template.replace("{cols}", _RECORD_COLUMNS).replace("{owned}", _OWNED)
+            text = (
+                template.replace("{cols}", _RECORD_COLUMNS)
+                .replace("{owned}", _OWNED)
+                .replace("{unnamed_ok}", _UNNAMED_OK)
+            )
             setattr(self, key, text.replace("{s}", name))
 
     def __getattr__(self, key: str) -> str:  # pragma: no cover - typing aid, never reached
@@ -1320,8 +1336,13 @@ class PostgresStore:
             return
         if not listed:
             return
+        named = {str(obj) for (obj,) in conn.execute(self._sql.named_objects)}
+        if not named:
+            # No blob row names any object while the bucket holds some: a lost or emptied
+            # blobs table, not proof of garbage. Kept; verify reports each as an orphan.
+            return
         known = {str(obj) for (obj,) in conn.execute(self._sql.intents)}
-        known.update(str(obj) for (obj,) in conn.execute(self._sql.named_objects))
+        known.update(named)
         orphans = sorted({(digest, nonce) for digest, nonce in listed if nonce not in known})
         for start in range(0, len(orphans), GC_BATCH):
             batch = orphans[start : start + GC_BATCH]
