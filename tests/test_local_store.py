@@ -663,6 +663,7 @@ VERBS: dict[str, Verb] = {
     "read": lambda s, r: s.read(ALICE, r),
     "read-range": lambda s, r: s.read(ALICE, r, start=CHUNK - 1, end=CHUNK + 1),
     "artifacts": lambda s, r: s.artifacts(ALICE),
+    "search": lambda s, r: s.search(ALICE, "stored", limit=5),
     "usage": lambda s, r: s.usage(ALICE),
     "store-usage": lambda s, r: s.store_usage(),
     "gc-dry-run": lambda s, r: s.gc(dry_run=True),

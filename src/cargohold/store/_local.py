@@ -958,12 +958,13 @@ class LocalStore:
         :meth:`StoreBackend.search`.
 
         Raises:
-            UsageError: a blank query, a ``limit`` outside 1..100.
+            UsageError: a blank query, a ``limit`` outside 1..100, or a closed store.
+            StoreError: the index is damaged.
         """
         terms = search_terms(query, limit)
         if not terms:
             return []
-        with self._lock:
+        with _translated(), self._lock:
             rows = self._index.execute(
                 "SELECT d.digest, f.body FROM search_text f"
                 " JOIN search_docs d ON d.id = f.rowid"
