@@ -402,3 +402,37 @@ def test_any_query_is_an_answer_within_its_budget_or_invalid_arguments(
     assert answer.outcome in {"resolved", "over_budget", "invalid_arguments"}
     if answer.structured().get("hits"):  # excerpts of stored bodies: never over the budget
         assert len((answer.content or "").encode()) <= budget
+
+
+def test_a_no_hits_answer_quotes_as_much_of_the_query_as_its_budget_holds(
+    backend: MemoryStore,
+) -> None:
+    query = " ".join(f"absentword{n}" for n in range(30))
+    with open_hold(backend) as hold:
+        put(hold, NOTES)
+        whole = search(hold, query, budget=4096)
+        for budget in (200, 300, 500):
+            answer = search(hold, query, budget=budget)
+            assert answer.outcome == "resolved"
+            assert answer.structured()["hits"] == []
+            assert answer.content is not None
+            assert len(answer.content.encode()) <= budget
+            quoted = answer.content.split(": no hits", 1)[0].removeprefix("artifact_search ")
+            assert query.startswith(json.loads(quoted).removesuffix("\u2026"))
+    assert json.loads(whole.content.split(": no hits", 1)[0].removeprefix("artifact_search ")) == (  # type: ignore[union-attr]
+        query
+    )
+
+
+def test_a_no_hits_answer_whose_fixed_text_is_over_the_budget_is_over_budget(
+    backend: MemoryStore,
+) -> None:
+    events = Events()
+    with open_hold(backend, sinks=[events]) as hold:
+        put(hold, NOTES)
+        answer = search(hold, "nowhere-to-be-found", budget=40)
+    assert answer.outcome == "over_budget"
+    assert answer.content is None
+    assert answer.structured()["hits"] == []
+    [event] = events.events
+    assert (event.outcome.value, event.reason.value, event.ref) == ("over_budget", "no_match", None)

@@ -289,6 +289,38 @@ def _search_head(terms: tuple[str, ...], count: int) -> str:
     return f"artifact_search {_quoted(terms)}: {count} {noun}, best first\n"
 
 
+def _no_hits(terms: tuple[str, ...], left_out: int, cut: int, budget: int) -> str | None:
+    """The no-hits answer within ``budget``: the query quoted whole, else its longest start
+    that fits (ending in an ellipsis); ``None`` when even the fixed text is over the budget."""
+    none = "" if left_out else " no artifact of this session holds every word."
+    tail = _search_notes(left_out, cut, budget)
+
+    def text(quoted: str) -> str:
+        return (
+            f"artifact_search {quoted}: no hits:{none}{tail}\nTry fewer or other words (every "
+            "word must appear; case does not matter)."
+        )
+
+    whole = text(_quoted(terms))
+    if utf8_len(whole) <= budget:
+        return whole
+    joined = " ".join(terms)
+
+    def cut_to(count: int) -> str:
+        return text(json.dumps(joined[:count] + "\u2026", ensure_ascii=False))
+
+    if utf8_len(cut_to(0)) > budget:
+        return None
+    low, high = 0, len(joined) - 1  # cut_to(low) fits; the longest that fits is at most high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if utf8_len(cut_to(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return cut_to(low)
+
+
 def _search_notes(left_out: int, cut: int, budget: int) -> str:
     """The closing lines of a search answer: the hits it could not or did not show."""
     notes: list[str] = []
@@ -918,13 +950,10 @@ class Rehydrator:
             outcome, reason, ref = RehydrateOutcome.OVER_BUDGET, Reason.BUDGET_EXCEEDED, first
             answer = None
         else:
-            outcome, reason = RehydrateOutcome.RESOLVED, Reason.NO_MATCH
-            none = "" if left_out else " no artifact of this session holds every word."
-            tail = _search_notes(left_out, cut, budget)
-            answer = (
-                f"artifact_search {_quoted(terms)}: no hits:{none}{tail}\nTry fewer or other "
-                "words (every word must appear; case does not matter)."
-            )
+            # No hit names no reference: the reason stays no_match when even this is over.
+            answer = _no_hits(terms, left_out, cut, budget)
+            reason = Reason.NO_MATCH
+            outcome = RehydrateOutcome.OVER_BUDGET if answer is None else RehydrateOutcome.RESOLVED
         size = 0 if answer is None else utf8_len(answer)
         context = utf8_len(segment) if segment is not None else size
         event = record(

@@ -731,8 +731,9 @@ def _search_answer(result: SearchResult) -> ToolAnswer:
     budget with the fix."""
     hits = tuple(hit.as_dict() for hit in result.hits)
     if result.content is None:
+        what = "the first hit's heading" if result.hits or result.not_shown else "a no-hits answer"
         text = (
-            f"{SEARCH_TOOL}: over_budget: not even the first hit's heading fits this call's "
+            f"{SEARCH_TOOL}: over_budget: not even {what} fits this call's "
             f"budget of {result.budget:,} bytes; nothing was returned. Pass a larger budget "
             f"(up to {MAX_READ_BYTES}, 1 MiB)."
         )
