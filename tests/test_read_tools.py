@@ -7,6 +7,7 @@ tool call reaches cargohold: arguments as the model sent them, answers as the mo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 
 import cargohold
 from _require import require, unavailable
-from cargohold import Hold, MemoryStore, Ref, ToolAnswer, parse_segment
+from cargohold import Hold, MemoryStore, ReadOutcome, Ref, ToolAnswer, parse_segment
 from cargohold.testing import FakeClock
 
 TENANT, USER, SESSION = "tenant-acme", "user-ana", "session-1"
@@ -491,6 +492,9 @@ def test_another_sessions_artifact_is_unauthorized(hold: Hold) -> None:
         assert answer.outcome == "unauthorized", name
         assert answer.content is None
         assert answer.is_error
+        # The size of another session's artifact is no answer of this one (an oracle).
+        assert answer.structured()["size"] is None, name
+        assert f"{len(DOC):,}" not in answer.text, name
 
 
 def test_an_expired_artifact_is_expired_for_every_tool() -> None:
@@ -1289,3 +1293,30 @@ def test_a_line_read_of_utf8_text_is_exact_and_says_nothing_of_it(hold: Hold) ->
     assert "exact" not in answer.structured()
     assert "utf-8" not in answer.text.partition("\n")[0]
     assert answer.data() == "première ligne\ndeuxième\n".encode()
+
+
+class _RecordOnRefusal(MemoryStore):
+    """A backend that answers ``unauthorized`` with the owner's record attached (the seam
+    allows a record on any outcome): the tools must not pass its size on."""
+
+    def _lookup(self, scope: Any, ref: Ref) -> Any:
+        found = super()._lookup(scope, ref)
+        if found.outcome is not ReadOutcome.UNAUTHORIZED:
+            return found
+        owner = next(r for k, r in self._artifacts.items() if k[3] == ref.digest)
+        return dataclasses.replace(found, record=owner)
+
+
+def test_an_unauthorized_answer_never_gives_the_other_sessions_size() -> None:
+    backend = _RecordOnRefusal()
+    try:
+        with open_hold(backend) as owner:
+            ref = put(owner, DOC, "application/json")
+            other = owner.derive(session="session-2")
+            answers = {name: other.call_tool(name, args) for name, args in valid_calls(ref)}
+    finally:
+        backend.close()
+    for name, answer in answers.items():
+        assert answer.outcome == "unauthorized", name
+        assert answer.structured()["size"] is None, name
+        assert answer.event is None or answer.event.observed_bytes == 0, name

@@ -446,7 +446,9 @@ class ReadToolset:
             RehydrateOutcome(old.outcome.value),
             ContentKind.TOOL_ARGUMENTS,
             READ_REASONS[old.outcome],
-            observed_bytes=0 if old.record is None else old.record.size,
+            observed_bytes=0
+            if old.record is None or old.outcome is ReadOutcome.UNAUTHORIZED
+            else old.record.size,
             limit_bytes=limit,
             ref=str(ref),
             tool=PATCH_TOOL,
@@ -801,6 +803,8 @@ def _encodable(text: str) -> str:
 
 def _refused(tool: str, ref: Ref, outcome: ReadOutcome, size: int | None) -> ToolAnswer:
     text = f"{tool}: {outcome.value}: {_OUTCOME_TEXT.get(outcome, '')}".rstrip()
+    if outcome is ReadOutcome.UNAUTHORIZED:  # another session's size would be an oracle
+        size = None
     return ToolAnswer(tool, outcome.value, text, ref, size=size)
 
 
