@@ -866,3 +866,45 @@ def test_a_cleared_result_is_found_by_artifact_search_and_read_back_exactly(
     hits = answer.structured()["hits"]
     assert [hit["ref"] for hit in hits] == [str(stubs[history[2].call_id])]
     assert read_back(hold, hits[0]["ref"]) == history[2].result.encode()
+
+
+def test_two_secrets_policies_on_one_store_never_share_a_compact_stub() -> None:
+    from cargohold import MemoryStore, Offloader
+    from cargohold.compact import compact_request
+    from cargohold.compact._memo import CompactionMemo
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    history = turns([6000] * 12, tools=("fetch",))
+    history[1] = history[1].__class__(
+        "fetch", history[1].call_id, {}, f"token={token}\n" + history[1].result
+    )
+    given = request("openai-chat", history)
+    memo = CompactionMemo()  # one memo, as a hold keeps one per store
+    backend = MemoryStore()
+    try:
+        with cargohold.open(backend, session="s") as hold:
+            policy = _at_the_end(hold, "openai-chat", given)
+            texts = {}
+            for name in ("mask", "redact"):  # the masked (exact) stub first: never reused
+                offloader = Offloader(hold.store, secrets_policy={"fetch": name})
+                out, _ = compact_request(
+                    given,
+                    format="openai-chat",
+                    policy=policy,
+                    offloader=offloader,
+                    reporter=None,
+                    key=hold.store.marker_key(),
+                    memo=memo,
+                )
+                texts[name] = results_of("openai-chat", out)[1][1]
+            key = hold.store.marker_key()
+            infos = {name: parse_compact_stub(text, key=key) for name, text in texts.items()}
+            assert infos["mask"] is not None
+            assert infos["redact"] is not None
+            assert infos["redact"].ref != infos["mask"].ref
+            assert token.encode() not in read_back(hold, infos["redact"].ref)
+            masked = hold.store.stat(infos["mask"].ref).record
+            assert masked is not None
+            assert masked.sensitivity.value == "restricted"  # the exact bytes, kept restricted
+    finally:
+        backend.close()

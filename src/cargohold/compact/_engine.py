@@ -192,6 +192,7 @@ class _Run:
             slot.call_id,
             slot.media_type,
             self.read_tools,
+            self.offloader.secrets_policy_for(slot.tool),
         )
         found = self.memo.stub(self.offloader.store, key, slot.body, self.offloader.ttl)
         if found is not None:

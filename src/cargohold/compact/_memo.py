@@ -15,11 +15,12 @@ A collision in these two (two keys of one length and one 64-bit hash) could only
 trigger decision, never a byte. The third is confirmed:
 
 - stubs: a slot's compact stub, keyed also by the scope, the slot's kind, tool, call id and
-  media type and the read tools the stub names. Before reuse the body's SHA-256 must equal
-  the one remembered, so a collision can never put another result's stub in its place, and
-  after ``recheck_seconds`` the artifact is touched and its first byte read again (it must
-  still resolve in this scope; the touch also keeps it alive for as long as the caller keeps
-  sending it). A stub whose artifact is gone is forgotten: the result is stored again.
+  media type, the read tools the stub names and the tool's secrets policy. Before reuse the
+  body's SHA-256 must equal the one remembered, so a collision can never put another result's
+  stub in its place, and after ``recheck_seconds`` the artifact is touched and its first byte
+  read again (it must still resolve in this scope; the touch also keeps it alive for as long as
+  the caller keeps sending it). A stub whose artifact is gone is forgotten: the result is
+  stored again.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ from cargohold._tokens import count_tokens
 _SMALL = 64
 """Texts shorter than this are counted each time (a few microseconds)."""
 
-StubKey = tuple[str, str, str, str, str | None, str | None, str | None, ReadTools]
-"""(tenant, user, session, kind, tool, call id, media type, read tools)."""
+StubKey = tuple[str, str, str, str, str | None, str | None, str | None, ReadTools, str]
+"""(tenant, user, session, kind, tool, call id, media type, read tools, secrets policy): the
+policy of the slot's tool too, since it decides what was stored (a redacted copy, the exact
+bytes as restricted): holds of different policies on one store never share a stub."""
 
 
 @dataclass(frozen=True, slots=True)
