@@ -132,7 +132,7 @@ def test_a_notice_naming_a_symlink_in_the_folder_is_left_as_it_is(gw: Rig, tmp_p
     body = build_output(5000)
     target = tmp_path / "target.txt"
     target.write_text(body)
-    link = gw.folder / "-work-app" / "sess-1" / "tool-results" / "link.txt"
+    link = gw.folder / "-work-app" / "sess-1" / "tool-results" / "toolu_9.txt"
     os.symlink(target, link)
     text = notice(str(link), body)
 
@@ -141,11 +141,11 @@ def test_a_notice_naming_a_symlink_in_the_folder_is_left_as_it_is(gw: Rig, tmp_p
 
 def test_a_notice_whose_folder_is_a_symlink_is_left_as_it_is(gw: Rig, tmp_path: Path) -> None:
     body = build_output(5000)
-    real = tmp_path / "real-results"
-    real.mkdir()
-    (real / "out.txt").write_text(body)
+    real = tmp_path / "real-session"
+    (real / "tool-results").mkdir(parents=True)
+    (real / "tool-results" / "toolu_9.txt").write_text(body)
     os.symlink(real, gw.folder / "-work-app" / "linked")
-    text = notice(str(gw.folder / "-work-app" / "linked" / "out.txt"), body)
+    text = notice(str(gw.folder / "-work-app" / "linked" / "tool-results" / "toolu_9.txt"), body)
 
     assert gw.send(text) == text
 
@@ -166,3 +166,58 @@ def test_a_notice_naming_a_relative_path_or_a_directory_is_left_as_it_is(gw: Rig
 
     assert gw.send(relative) == relative
     assert gw.send(directory) == directory
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        ("-work-app", "sess-1", "tool-results", "toolu_9.log"),
+        ("-work-app", "sess-1", "toolu_9.txt"),
+        ("-work-app", "sess-1", "notes", "toolu_9.txt"),
+        ("-work-app", "sess-1", "tool-results", "deeper", "toolu_9.txt"),
+        ("-work-app", "sess-1.jsonl"),  # a session's transcript
+    ],
+)
+def test_a_notice_naming_a_file_outside_a_sessions_tool_results_is_left_as_it_is(
+    gw: Rig, place: tuple[str, ...]
+) -> None:
+    body = build_output(5000)
+    path = gw.folder.joinpath(*place)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    text = notice(str(path), body)
+
+    assert gw.send(text) == text
+
+
+@pytest.mark.parametrize("name", ["toolu_other.txt", "bw16valb6.txt"])
+def test_a_notice_naming_another_spill_it_holds_no_preview_of_is_left_as_it_is(
+    gw: Rig, name: str
+) -> None:
+    other = build_output(5000).replace("PASS", "FAIL")
+    path = spill(gw, other, name=name)
+    text = notice(str(path), build_output(5000))
+
+    assert gw.send(text) == text
+
+
+def test_a_shell_spill_named_by_its_own_id_that_opens_with_the_preview_becomes_its_stub(
+    gw: Rig,
+) -> None:
+    body = build_output(5000)
+    path = spill(gw, body, name="bw16valb6.txt")  # as Claude Code 2.1 names a Bash spill
+
+    forwarded = gw.send(notice(str(path), body))
+
+    (ref,) = set(REF.findall(forwarded))
+    assert gw.hold.read(ref, length=1024 * 1024, budget=1024 * 1024).content == body
+
+
+def test_a_notice_naming_this_results_structured_spill_becomes_its_stub(gw: Rig) -> None:
+    body = build_output(5000)
+    path = spill(gw, body, name="toolu_9.json")
+
+    forwarded = gw.send(notice(str(path), body))
+
+    (ref,) = set(REF.findall(forwarded))
+    assert gw.hold.read(ref, length=1024 * 1024, budget=1024 * 1024).content == body

@@ -10,10 +10,14 @@ Claude Code (2.1) writes any tool output over about 30 KB to
     ...
     </persisted-output>
 
-so the model gets a 2 KB head. The gateway reads the file it names, only from the configured
-tool-results folder (resolved, no symlink anywhere on the path, a regular file, within the store's
-``max_artifact_bytes``), and offloads it like any result: the model gets the structure-aware
-stub and the read tools. Anything else, or a file that fails a check, is left as it was.
+so the model gets a 2 KB head. The gateway reads the file it names only when it is such a spill
+of the very result that carries the notice: ``<folder>/<project>/<session>/tool-results/`` and
+named after the result's tool-use id (``<id>.txt``, or ``<id>.json``) or, for a shell's spill,
+which Claude Code 2.1 names by its own task id (``bw16valb6.txt``), opening with the preview the
+notice carries; resolved, no symlink
+anywhere on the path, a regular file, within the store's ``max_artifact_bytes``. It offloads it
+like any result: the model gets the structure-aware stub and the read tools. Anything else (a
+notice naming another file under the folder, a file that fails a check) is left as it was.
 """
 
 from __future__ import annotations
@@ -28,23 +32,32 @@ _BLOCK = re.compile(
     r".*</persisted-output>\s*\Z",
     re.DOTALL,
 )
+_PREVIEW = re.compile(
+    r"\nPreview \(first [^)\n]*\):\n(?P<preview>.*?)(?:\n\.\.\.)?\n?</persisted-output>\s*\Z",
+    re.DOTALL,
+)
 MAX_NOTICE = 16 * 1024
 """A notice is its path and a 2 KB preview; anything longer is not one."""
 
 DEFAULT_FOLDER = Path("~/.claude/projects")
 """Claude Code's own folder of projects (each with its sessions' ``tool-results``)."""
 
+_SUFFIXES = (".txt", ".json")  # what Claude Code names a spilled text or structured output
 
-def spilled_file(notice: str, folder: Path, max_bytes: int) -> bytes | None:
+
+def spilled_file(notice: str, folder: Path, max_bytes: int, call_id: str | None) -> bytes | None:
     """The bytes of the file a ``<persisted-output>`` notice names, or ``None`` when the text
     is no such notice or the file is not one the gateway may read.
 
     Args:
         notice: A tool result's text.
-        folder: The tool-results folder; only files under it (after resolving) are read.
+        folder: Claude Code's projects folder; only its ``<project>/<session>/tool-results``
+            files (after resolving) are read.
         max_bytes: The largest file read (the store's ``max_artifact_bytes``).
+        call_id: The tool-use id of the result carrying the notice; only the file named after
+            it is read (``None``: none is).
     """
-    if len(notice) > MAX_NOTICE or "<persisted-output>" not in notice[:64]:
+    if len(notice) > MAX_NOTICE or "<persisted-output>" not in notice[:64] or not call_id:
         return None
     found = _BLOCK.match(notice)
     if found is None:
@@ -57,6 +70,10 @@ def spilled_file(notice: str, folder: Path, max_bytes: int) -> bytes | None:
         path = Path(os.path.normpath(named))
         # Resolving changes nothing only when no component of the path is a symlink.
         if path.resolve(strict=True) != path or not path.is_relative_to(root):
+            return None
+        parts = path.relative_to(root).parts
+        # <project>/<session>/tool-results/<id>.txt: this result's own spill, no other file.
+        if len(parts) != 4 or parts[2] != "tool-results" or path.suffix not in _SUFFIXES:
             return None
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except (OSError, RuntimeError, ValueError):
@@ -71,4 +88,20 @@ def spilled_file(notice: str, folder: Path, max_bytes: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
-    return data if len(data) <= max_bytes else None
+    if len(data) > max_bytes:
+        return None
+    # Tied to this result: named after its tool-use id, or (a shell's spill, which Claude Code
+    # 2.1 names by its own task id) opening with the preview the notice carries, so a notice
+    # cannot pull in a file whose head it does not already hold.
+    if path.stem != call_id and not _opens_with_preview(notice, data):
+        return None
+    return data
+
+
+def _opens_with_preview(notice: str, data: bytes) -> bool:
+    """Whether the file's bytes begin with the notice's non-empty preview."""
+    found = _PREVIEW.search(notice)
+    if found is None:
+        return False
+    preview = found.group("preview").rstrip("\n")
+    return bool(preview) and data.startswith(preview.encode("utf-8", "surrogatepass"))

@@ -164,7 +164,7 @@ class Rewriter:
                 for slot in fmt.slots(index, message, calls):
                     limit = hold.offloader.threshold_for(slot.tool)
                     if slot.kind == RESULT and self.tool_results is not None:
-                        spilled = self._spilled(hold, slot.tool, slot.body, counts)
+                        spilled = self._spilled(hold, slot.tool, slot.call_id, slot.body, counts)
                         if spilled is not None:
                             stubs[slot.kind, slot.part] = spilled
                             continue
@@ -204,7 +204,12 @@ class Rewriter:
         return result
 
     def _spilled(
-        self, hold: Hold, tool: str | None, notice: str, counts: RewriteCounts
+        self,
+        hold: Hold,
+        tool: str | None,
+        call_id: str | None,
+        notice: str,
+        counts: RewriteCounts,
     ) -> str | None:
         """The stub of the file a ``<persisted-output>`` notice names, or ``None`` to leave
         the notice as it is (not a notice, a file it may not read, a result kept inline)."""
@@ -212,7 +217,7 @@ class Rewriter:
         if "<persisted-output>" not in notice[:64]:
             return None
         max_bytes = hold.settings.limits.max_artifact_bytes
-        data = spilled_file(notice, self.tool_results, max_bytes)
+        data = spilled_file(notice, self.tool_results, max_bytes, call_id)
         if data is None:
             return None
         try:
