@@ -1207,6 +1207,19 @@ def test_no_verb_meets_an_untyped_error_or_touches_a_file_outside_the_root_on_a_
         assert victim.read_bytes() == b"outside"
 
 
+def test_verify_reports_a_damaged_search_table_as_a_finding_instead_of_raising(
+    local_store: LocalStore, store_root: Path
+) -> None:
+    _stored(local_store, b"a text body with words to index\n" * 50)
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        db.execute("UPDATE search_text_data SET block = zeroblob(length(block))")
+        db.commit()
+
+    findings = local_store.verify()
+
+    assert [(f.kind, f.digest) for f in findings] == [("unindexed", None)]
+
+
 def test_verify_reports_a_record_whose_size_is_not_its_blobs(
     local_store: LocalStore, store_root: Path
 ) -> None:
