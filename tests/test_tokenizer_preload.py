@@ -212,3 +212,33 @@ print(json.dumps({{"before": before, "at_read": seen.get("at_read"), "code": res
 """
     )
     assert figures == {"before": False, "at_read": True, "code": 0}
+
+
+def test_a_tokenizer_load_that_failed_once_is_tried_again_not_remembered_as_missing() -> None:
+    figures = _fresh(
+        f"""
+        import json
+        import bpe_openai
+        import cargohold._tokens as tokens
+
+        real = bpe_openai.get_encoding
+        calls = []
+
+        def flaky(name):
+            calls.append(name)
+            if len(calls) == 1:
+                raise OSError("transient")
+            return real(name)
+
+        bpe_openai.get_encoding = flaky
+        first = tokens.count_tokens({TEXT!r})
+        second = tokens.count_tokens({TEXT!r})
+        third = tokens.count_tokens({TEXT!r})
+        print(json.dumps({{"first": first, "second": second, "third": third, "loads": len(calls)}}))
+        """
+    )
+
+    assert figures["first"] is None  # that one count falls back to an estimate
+    assert figures["second"] == count_tokens(TEXT)  # exact again once the load succeeds
+    assert figures["third"] == count_tokens(TEXT)
+    assert figures["loads"] == 2  # then remembered: loaded once

@@ -80,7 +80,8 @@ _CHUNK_CHARS = 150_000
 
 _load_lock = threading.Lock()
 _loaded: dict[str, Any] = {}
-"""Encodings loaded (or found unavailable: ``None``) in this process, by name."""
+"""Encodings loaded (or found not installed: ``None``) in this process, by name. A load that
+failed is not remembered: the next count tries again."""
 _preloads: dict[str, threading.Thread] = {}
 
 
@@ -96,9 +97,12 @@ def _encoding(name: str) -> Any:
     except KeyError:
         pass
     with _load_lock:
-        if name not in _loaded:
-            _loaded[name] = _load(name)
-        return _loaded[name]
+        if name in _loaded:
+            return _loaded[name]
+        encoding, final = _load(name)
+        if final:  # loaded, or not installed; a failure may pass, so it is asked again
+            _loaded[name] = encoding
+        return encoding
 
 
 # bpe-openai reads its bundled vocabularies through a deprecated importlib.resources call; the
@@ -109,15 +113,18 @@ def _encoding(name: str) -> Any:
 warnings.filterwarnings("ignore", message=r"open_binary is deprecated", category=DeprecationWarning)
 
 
-def _load(name: str) -> Any:
+def _load(name: str) -> tuple[Any, bool]:
+    """The encoding (``None``: unavailable) and whether that is final for this process: not
+    installed is; a load that raised (a transient fault, memory, a file being replaced) is not,
+    so it does not turn exact counts into estimates for the whole process."""
     try:
         import bpe_openai
     except ImportError:
-        return None
+        return None, True
     try:
-        return bpe_openai.get_encoding(name)
-    except Exception:  # a broken install must not break accounting: use estimates
-        return None
+        return bpe_openai.get_encoding(name), True
+    except Exception:  # a broken load must not break accounting: estimates, this time
+        return None, False
 
 
 def preload(encoding: str = "o200k_base") -> threading.Thread:
