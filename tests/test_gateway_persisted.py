@@ -221,3 +221,12 @@ def test_a_notice_naming_this_results_structured_spill_becomes_its_stub(gw: Rig)
 
     (ref,) = set(REF.findall(forwarded))
     assert gw.hold.read(ref, length=1024 * 1024, budget=1024 * 1024).content == body
+
+
+def test_a_notice_naming_a_small_binary_spill_is_left_as_it_is(gw: Rig) -> None:
+    data = bytes(range(256)) * 8  # 2 KiB, not UTF-8: under the heavy threshold
+    path = spill(gw, data)
+    text = notice(str(path), "binary")
+
+    assert gw.send(text) == text
+    assert [e for e in gw.hold.store.artifacts()] == []

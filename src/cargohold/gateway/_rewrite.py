@@ -186,7 +186,7 @@ class Rewriter:
                     stub = self._stub(
                         hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts
                     )
-                    if stub == slot.body:
+                    if stub is None or stub == slot.body:
                         continue  # a recovered segment (bypass): forwarded as it is
                     counts.bytes_kept_out += len(data)
                     stubs[slot.kind, slot.part] = stub
@@ -224,8 +224,8 @@ class Rewriter:
             body: str | bytes = data.decode("utf-8")
         except UnicodeDecodeError:
             body = data
-        stub = self._stub(hold, RESULT, tool, None, body, data, counts)
-        if not stub.startswith("[cargohold]"):
+        stub = self._stub(hold, RESULT, tool, None, body, data, counts, spill=True)
+        if stub is None or not stub.startswith("[cargohold]"):
             return None  # kept inline by the offloader: the client's own notice stands
         counts.bytes_kept_out += len(data)
         return stub
@@ -239,9 +239,15 @@ class Rewriter:
         body: str | bytes,
         data: bytes,
         counts: RewriteCounts,
-    ) -> str:
+        *,
+        spill: bool = False,
+    ) -> str | None:
         """The stub of one heavy slot: the earlier turn's when its artifact still reads back,
-        else a new offload (stored and projected by the hold's offloader)."""
+        else a new offload (stored and projected by the hold's offloader).
+
+        ``spill``: the body is a spilled file's; ``None`` when the offloader keeps it inline
+        (a small file: the notice stands, with its path and preview, and nothing counts).
+        """
         scope = hold.scope
         digest = hashlib.sha256(data).digest()
         key: _CacheKey = (
@@ -270,8 +276,10 @@ class Rewriter:
         offload = hold.offload(body, tool=tool, media_type=media_type)
         if offload.outcome is OffloadOutcome.BYPASS:
             return offload.model_text  # a recovered segment: the bytes the model asked for
+        if spill and offload.outcome is OffloadOutcome.INLINE:
+            return None
         counts.offloaded += 1
-        # An inline answer (a spilled file under the threshold) keeps nothing out.
+        # An inline answer keeps nothing out.
         tokens = 0 if offload.outcome is OffloadOutcome.INLINE else offload.event.estimated_tokens
         counts.tokens_kept_out += tokens
         if offload.outcome in _REUSABLE and offload.ref is not None:
