@@ -180,3 +180,18 @@ def test_a_big_integer_before_deep_nesting_is_offloaded_not_a_recursion_error() 
         assert result.outcome.value == "offloaded"
         assert hold.store.read(result.ref).raise_for_outcome() == deep.encode()  # type: ignore[arg-type]
     assert sniff_media_type(deep.encode()) is None  # not provably JSON
+
+
+@pytest.mark.parametrize("tail", [b"\xff", b"\xe2\x82", b"\xc3", b"ok \xf0\x9f\x98"])
+def test_a_short_body_ending_in_bytes_that_are_not_utf8_is_not_text(tail: bytes) -> None:
+    found = detect(b"plain words " + tail, media_type="application/octet-stream")
+
+    assert found.kind == "binary"
+
+
+def test_a_character_cut_by_the_sniff_window_of_a_longer_body_is_still_text() -> None:
+    body = b"a" * 8191 + "é".encode() + b" and more text\n"
+
+    found = detect(body, media_type="application/octet-stream")
+
+    assert found.kind == "text"

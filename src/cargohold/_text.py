@@ -50,9 +50,10 @@ def looks_textual(data: bytes) -> bool:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # A multibyte character cut by the sniff window is still text.
-        if exc.start < len(head) - 4:
-            return False
+        # A multibyte character cut by the sniff window is still text; the window cuts only a
+        # body longer than it, and a bad byte at the end of a shorter body is a bad byte.
+        cut = len(data) > len(head) and exc.reason == "unexpected end of data"
+        return cut and exc.end == len(head)
     return True
 
 
