@@ -976,8 +976,9 @@ class LocalStore:
             ).fetchall()
         found: list[SearchHit] = []
         for digest, text in rows:
-            # FTS5 finds the candidates; the shared scorer decides (the same answer as every
-            # backend's) from the row's own text. A malformed row is never followed.
+            # FTS5 finds the candidates; the shared scorer decides (the memory backend's answer;
+            # PostgreSQL ranks with ts_rank) from the row's own text. A malformed row is never
+            # followed.
             points = score(text, terms) if is_digest(digest) and isinstance(text, str) else None
             if points is not None:
                 found.append(SearchHit(Ref(digest), points))

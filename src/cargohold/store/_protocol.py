@@ -112,6 +112,10 @@ class StoreBackend(Protocol):
         artifacts answer, and another owner's can change neither the hits nor their scores.
         Binary bodies are not indexed, and a body is indexed by its first
         :data:`~cargohold.store._search.INDEX_BYTES` only (a ``restricted`` one masked).
+        Scores are comparable within one answer only: the memory and local backends score
+        alike (:func:`~cargohold.store._search.score`); PostgreSQL ranks with ``ts_rank`` and
+        indexes at most :data:`~cargohold.store._search.WORDS_CHARS` (UTF-8 bytes) of each
+        body's words, so a word past them is not found there.
 
         Raises:
             UsageError: a blank query, a ``limit`` outside 1..100.

@@ -1,11 +1,14 @@
 """Full-text search logic every backend shares: terms, the indexed text, matching and scoring.
 
 Each backend finds its candidates its own way (a scan in memory, an SQLite FTS5 table in the
-local store, a PostgreSQL full-text column); this module decides what a term is, what text of a
-body is indexed, whether a candidate holds every term and how it scores. The score reads the
-candidate's own text only, never figures of the whole index (as FTS5's bm25 would: its document
-counts and average length span every tenant), so another session's or tenant's artifacts can
-change neither which artifacts answer nor their scores.
+local store, a PostgreSQL full-text column); this module decides what a term is and what text of
+a body is indexed. The memory and local backends also decide here whether a candidate holds every
+term and how it scores (:func:`score`), so they answer alike; PostgreSQL matches and ranks in the
+database (``ts_rank``) over at most :data:`WORDS_CHARS` of each body's words, so its scores, and
+for a long body its hits, may differ. Every score reads the candidate's own text only, never
+figures of the whole index (as FTS5's bm25 would: its document counts and average length span
+every tenant), so another session's or tenant's artifacts can change neither which artifacts
+answer nor their scores.
 """
 
 from __future__ import annotations
@@ -14,17 +17,12 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from cargohold._errors import UsageError
 from cargohold._records import MiB, Sensitivity
 from cargohold._ref import Ref
 from cargohold._secrets import mask_secrets
 from cargohold._text import looks_binary
-
-if TYPE_CHECKING:
-    from cargohold._scope import Scope
-    from cargohold.store._protocol import StoreBackend
 
 INDEX_BYTES = 1 * MiB
 """A body is indexed by its first this many bytes: words past them are not found by search."""
@@ -155,25 +153,3 @@ def _phrases(words: list[str], phrase: tuple[str, ...]) -> int:
 def ranked(scored: list[SearchHit], limit: int) -> list[SearchHit]:
     """The best ``limit`` hits, best first, ties broken by digest."""
     return sorted(scored, key=lambda hit: (-hit.score, hit.ref.digest))[:limit]
-
-
-def scan(store: StoreBackend, scope: Scope, query: str, limit: int) -> list[SearchHit]:
-    """A search by reading each of the scope's live artifacts back verified (no index): the
-    backend's own :meth:`~cargohold.store.StoreBackend.read` decides what the scope may see.
-
-    Raises:
-        UsageError: a blank query, a ``limit`` outside 1..100.
-    """
-    terms = search_terms(query, limit)
-    found: list[SearchHit] = []
-    if not terms:
-        return found
-    for record in store.artifacts(scope):
-        read = store.read(scope, record.ref, end=INDEX_BYTES)
-        if read.data is None or not read.ok:
-            continue
-        text = index_text(read.data, record.media_type, record.sensitivity)
-        points = None if text is None else score(text, terms)
-        if points is not None:
-            found.append(SearchHit(record.ref, points))
-    return ranked(found, limit)
