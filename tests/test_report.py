@@ -297,3 +297,61 @@ def test_the_served_report_is_rebuilt_from_the_log_on_every_load(tmp_path: Path)
     assert "1 decision event (" in before
     assert f"{len(events)} decision events" in after
     _assert_no_canary(after)
+
+
+def _offload_event(i: int, tool: str, agent: str) -> dict[str, Any]:
+    return {
+        "operation": "offload",
+        "outcome": "offloaded",
+        "reason": "at_or_above_threshold",
+        "observed_bytes": 1000 + i,
+        "context_bytes": 100,
+        "ref": f"artifact://sha256/{i:064x}",
+        "tool": tool,
+        "agent_id": agent,
+        "parent_agent_id": None,
+        "depth": 0,
+        "sequence": i,
+    }
+
+
+def test_a_tool_and_an_agent_named_with_up_to_128_characters_are_reported_as_themselves() -> None:
+    tool = "mcp__" + "t" * 123
+    agent = "agent-" + "a" * 122
+    assert len(tool) == len(agent) == 128
+
+    report = build_report([_offload_event(0, tool, agent), _offload_event(1, "bash", "other")])
+
+    assert {t.tool for t in report.tools} == {tool, "bash"}
+    assert {a.agent_id for a in report.agents} == {agent, "other"}
+
+
+def test_a_name_longer_than_events_allow_is_reported_as_unknown() -> None:
+    report = build_report([_offload_event(0, "t" * 129, "a" * 129)])
+
+    assert [t.tool for t in report.tools] == ["?"]
+    assert [a.agent_id for a in report.agents] == ["?"]
+
+
+def test_a_run_of_more_tools_than_the_page_lists_counts_the_rest_in_both_renderers() -> None:
+    from rich.console import Console
+
+    from cargohold.report._model import MAX_TOOLS
+
+    extra = 37
+    events = [_offload_event(i, f"tool_{i}", "agent") for i in range(MAX_TOOLS + extra)]
+
+    report = build_report(events)
+    page = render_html(report)
+    console = Console(record=True, width=200)
+    render_terminal(report, console)
+    terminal = console.export_text()
+
+    assert len(report.tools) == MAX_TOOLS
+    assert report.tools_left_off == extra
+    assert report.tools[0].tool == f"tool_{MAX_TOOLS + extra - 1}"  # the most bytes first
+    tools_section = page.split('<section id="tools">')[1].split("</section>")[0]
+    assert tools_section.count("<tr>") == 1 + MAX_TOOLS + 1  # head, tools, the rest in one
+    assert f"{extra:,} more" in tools_section
+    assert f"{extra:,} more" in terminal
+    assert "tool_0 " not in terminal

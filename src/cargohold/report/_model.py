@@ -18,8 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cargohold._events import _ID as _EVENT_ID
+
 _REF = re.compile(r"artifact://sha256/[0-9a-f]{64}")
-_NAME = re.compile(r"[A-Za-z0-9_.:/@-]{1,64}")
+# A tool's or an agent's name: the events' own rule (1-128 characters), so every id an event
+# may carry is reported as itself, and anything else (an edited log) as "?".
+_NAME = _EVENT_ID
 
 TOP_ARTIFACTS = 20
 """The largest artifacts the report lists."""
@@ -29,6 +33,8 @@ TIMELINE_BUCKETS = 60
 """The timeline's columns: each one aggregates a run of consecutive decisions."""
 MAX_AGENTS = 200
 """Agents shown in the tree; the rest are counted in one row."""
+MAX_TOOLS = 200
+"""Tools listed (those that returned the most bytes); the rest are counted in one row."""
 
 _OFFLOADED = {"offloaded", "existing_reference", "bypass"}
 _REFUSED = {"rejected", "failed"}
@@ -139,6 +145,7 @@ class RunReport:
     tools: list[ToolFigures] = field(default_factory=list)
     agents: list[AgentFigures] = field(default_factory=list)
     agents_left_off: int = 0
+    tools_left_off: int = 0
     max_depth: int = 0
     read_backs: list[ArtifactFigures] = field(default_factory=list)
     read_outcomes: dict[str, int] = field(default_factory=dict)
@@ -253,7 +260,9 @@ def build_report(events: Iterable[Mapping[str, Any]], *, skipped: int = 0) -> Ru
             if operation == "compact" and isinstance(after, int) and not isinstance(after, bool):
                 stop.tokens_saved += max(0, tokens - after)
 
-    report.tools = sorted(tools.values(), key=lambda t: (-t.observed_bytes, t.tool))
+    ranked = sorted(tools.values(), key=lambda t: (-t.observed_bytes, t.tool))
+    report.tools = ranked[:MAX_TOOLS]
+    report.tools_left_off = len(ranked) - len(report.tools)
     ordered = sorted(agents.values(), key=lambda a: (a.first_sequence, a.agent_id))
     report.agents = _tree_order(ordered)[:MAX_AGENTS]
     report.agents_left_off = max(0, len(ordered) - MAX_AGENTS)

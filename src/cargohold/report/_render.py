@@ -162,6 +162,11 @@ def render_html(
             f"<td class='n'>{t.offloaded:,}</td><td class='n'>{t.inline:,}</td>"
             f"<td class='n'>{t.refused:,}</td></tr>"
         )
+    if report.tools_left_off:
+        p.append(
+            f"<tr><td class='muted' colspan='9'>{report.tools_left_off:,} more tools not "
+            "listed (they returned the fewest bytes)</td></tr>"
+        )
     p.append("</table></section>")
     p.append(
         f'<section id="agents"><h2>Agents: the tree as a timeline of decisions</h2>'
@@ -256,6 +261,8 @@ def render_terminal(report: RunReport, console: Console) -> None:
             f"{t.inline:,}",
             f"{t.refused:,}",
         )
+    if report.tools_left_off:
+        tools.add_row(f"... {report.tools_left_off:,} more", "", "", "", "", "", "", "")
     console.print(tools)
     agents = Table(title=f"agents (depth up to {report.max_depth})")
     for name in ("agent", "decisions", "sequence", "operations"):
