@@ -66,14 +66,9 @@ if _typing.TYPE_CHECKING:
         Usage,
     )
     from cargohold._ref import Ref
-    from cargohold._rehydrate import (
-        DEFAULT_READ_BUDGET,
-        RehydrateResult,
-        Rehydrator,
-        SearchMatch,
-        SearchResult,
-    )
+    from cargohold._rehydrate import DEFAULT_READ_BUDGET, RehydrateResult, Rehydrator
     from cargohold._scope import Scope
+    from cargohold._searchanswer import SearchMatch, SearchResult
     from cargohold._secrets import SecretFinding, SecretKind, find_secrets, mask_secrets
     from cargohold._segment import SegmentInfo, parse_segment, render_segment
     from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
@@ -177,8 +172,8 @@ _EXPORTS: dict[str, str] = {
     "SchemaError": "cargohold._errors",
     "Scope": "cargohold._scope",
     "ScopedStore": "cargohold._facade",
-    "SearchMatch": "cargohold._rehydrate",
-    "SearchResult": "cargohold._rehydrate",
+    "SearchMatch": "cargohold._searchanswer",
+    "SearchResult": "cargohold._searchanswer",
     "SecretFinding": "cargohold._secrets",
     "SecretKind": "cargohold._secrets",
     "SegmentInfo": "cargohold._segment",

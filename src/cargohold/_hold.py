@@ -36,8 +36,9 @@ from cargohold._facade import ScopedStore, as_ref
 from cargohold._offload import Offloader, OffloadResult
 from cargohold._records import ReadResult, Sensitivity
 from cargohold._ref import Ref
-from cargohold._rehydrate import RehydrateResult, Rehydrator, SearchResult
+from cargohold._rehydrate import RehydrateResult, Rehydrator
 from cargohold._scope import Scope
+from cargohold._searchanswer import SearchResult
 from cargohold._sinks import RunSummary
 from cargohold._stub import Budget
 from cargohold._tools import ReadToolset, ToolAnswer

@@ -48,11 +48,20 @@ from cargohold._query import (
 )
 from cargohold._records import MAX_READ_BYTES, KiB, ReadOutcome, ReadResult, Sensitivity
 from cargohold._ref import Ref, is_ref
+from cargohold._searchanswer import (
+    SearchMatch,
+    SearchResult,
+    hit_block,
+    no_hits,
+    search_head,
+    search_notes,
+    search_terms,
+)
 from cargohold._secrets import find_secrets, mask_secrets
 from cargohold._segment import render_segment
-from cargohold._text import line_offset, looks_binary, utf8_len
+from cargohold._text import is_text, line_offset, looks_binary, utf8_len
 from cargohold._tokens import estimate_tokens
-from cargohold._toolspecs import MAX_HITS, MAX_QUERY_CHARS, SEARCH_TOOL
+from cargohold._toolspecs import MAX_HITS, SEARCH_TOOL
 
 DEFAULT_READ_BUDGET = 16 * KiB
 """Default budget of a model-facing read: below the heavy threshold."""
@@ -167,193 +176,6 @@ def _text_slice(raw: bytes, start: int) -> tuple[str, int, int] | None:
             return None
         return text, start + lead, start + lead + len(piece)
     return None
-
-
-MAX_SEARCH_TERMS = 32
-"""The most words one search query may hold."""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchMatch:
-    """One hit a search shows: an artifact of the scope that holds every term, read verified.
-
-    Attributes:
-        ref: The artifact.
-        score: The store's relevance, higher is better; comparable within one answer only.
-        size: The body's size in bytes.
-        media_type: Its media type.
-        tool: The tool that produced it, when known.
-        lines: The line numbers shown (1-based): lines that hold a term, first ones first.
-        matched: How many lines hold a term in all (0 when the store matched words that no
-            line holds verbatim, e.g. split across a line break).
-        masked: The excerpts were made from a copy with the body's credentials masked.
-    """
-
-    ref: Ref
-    score: float
-    size: int
-    media_type: str
-    tool: str | None
-    lines: tuple[int, ...]
-    matched: int
-    masked: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        """The hit as JSON-ready facts (never content)."""
-        return {
-            "ref": str(self.ref),
-            "score": self.score,
-            "size": self.size,
-            "media_type": self.media_type,
-            "tool": self.tool,
-            "lines": list(self.lines),
-            "matched_lines": self.matched,
-            "masked": self.masked,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """One search decision (:meth:`Rehydrator.search`).
-
-    Attributes:
-        outcome: ``resolved`` (with hits, or with none: reason ``no_match``) or
-            ``over_budget`` (not even the first hit's head line fits the budget).
-        reason: ``verified``, ``no_match`` or ``budget_exceeded``.
-        terms: The query's words, as searched.
-        hits: The hits shown, best first.
-        segment: The recovered segment to put into the conversation (hits shown only; it
-            names the best hit).
-        content: The answer's text without the segment markers (``None`` when over budget).
-        budget: The byte budget applied to ``content``.
-        event: The decision's one event: the very instance the reporter received.
-        left_out: Hits the store answered whose verified read did not resolve (stale, expired,
-            collected) or whose body is binary: never shown.
-        not_shown: Hits past the budget: counted, not read.
-    """
-
-    outcome: RehydrateOutcome
-    reason: Reason
-    terms: tuple[str, ...] = field(repr=False)
-    hits: tuple[SearchMatch, ...]
-    segment: str | None = field(repr=False)
-    content: str | None = field(repr=False)
-    budget: int
-    event: DecisionEvent = field(repr=False)
-    left_out: int = 0
-    not_shown: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """Whether the search answered (with hits or with none)."""
-        return self.outcome is RehydrateOutcome.RESOLVED
-
-    @property
-    def text(self) -> str:
-        """What to put into the conversation: the segment, the plain no-hits answer, or a
-        one-line statement of the outcome."""
-        if self.segment is not None:
-            return self.segment
-        if self.content is not None:
-            return self.content
-        return (
-            f"[cargohold] artifact_search: {self.outcome.value} ({self.reason.value}); "
-            f"no content within the budget of {self.budget:,} bytes"
-        )
-
-
-def search_terms(query: str) -> tuple[str, ...]:
-    """The words of a search query: its whitespace-separated terms, as the store matches them.
-
-    Raises:
-        UsageError: a query that is not text, is blank, or is over its bounds.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise UsageError("a search query must be non-blank text: the words to find")
-    if len(query) > MAX_QUERY_CHARS:
-        raise UsageError(f"a search query has at most {MAX_QUERY_CHARS:,} characters")
-    if not _is_text(query):
-        raise UsageError("a search query holds a lone surrogate (no character); give text")
-    terms = tuple(dict.fromkeys(query.split()))  # a repeated word adds nothing
-    if len(terms) > MAX_SEARCH_TERMS:
-        raise UsageError(f"a search query has at most {MAX_SEARCH_TERMS} words")
-    return terms
-
-
-def _quoted(terms: tuple[str, ...]) -> str:
-    return json.dumps(" ".join(terms), ensure_ascii=False)
-
-
-def _search_head(terms: tuple[str, ...], count: int) -> str:
-    noun = "hit" if count == 1 else "hits"
-    return f"artifact_search {_quoted(terms)}: {count} {noun}, best first\n"
-
-
-def _no_hits(terms: tuple[str, ...], left_out: int, cut: int, budget: int) -> str | None:
-    """The no-hits answer within ``budget``: the query quoted whole, else its longest start
-    that fits (ending in an ellipsis); ``None`` when even the fixed text is over the budget."""
-    none = "" if left_out else " no artifact of this session holds every word."
-    tail = _search_notes(left_out, cut, budget)
-
-    def text(quoted: str) -> str:
-        return (
-            f"artifact_search {quoted}: no hits:{none}{tail}\nTry fewer or other words (every "
-            "word must appear; case does not matter)."
-        )
-
-    whole = text(_quoted(terms))
-    if utf8_len(whole) <= budget:
-        return whole
-    joined = " ".join(terms)
-
-    def cut_to(count: int) -> str:
-        return text(json.dumps(joined[:count] + "\u2026", ensure_ascii=False))
-
-    if utf8_len(cut_to(0)) > budget:
-        return None
-    low, high = 0, len(joined) - 1  # cut_to(low) fits; the longest that fits is at most high
-    while low < high:
-        middle = (low + high + 1) // 2
-        if utf8_len(cut_to(middle)) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return cut_to(low)
-
-
-def _search_notes(left_out: int, cut: int, budget: int) -> str:
-    """The closing lines of a search answer: the hits it could not or did not show."""
-    notes: list[str] = []
-    if left_out:
-        notes.append(
-            f"{left_out} matched but {'is' if left_out == 1 else 'are'} left out: not read "
-            "back verified (stale or expired) or binary"
-        )
-    if cut:
-        notes.append(
-            f"{cut} more not shown: over this call's budget of {budget:,} bytes; pass a larger "
-            "budget or a smaller limit"
-        )
-    return "".join(f"\n[{note}]" for note in notes)
-
-
-def _hit_block(number: int, match: SearchMatch, excerpts: list[str]) -> str:
-    """One hit as the model reads it: its reference and facts, then its matching lines."""
-    tool = f", tool {match.tool}" if match.tool else ""
-    masked = ", credentials masked" if match.masked else ""
-    count = match.matched
-    noun = "matching line" if count == 1 else "matching lines"
-    lines = [
-        f"{number}. {match.ref} ({match.media_type}, {match.size:,} bytes{tool}{masked}): "
-        f"{count:,} {noun}\n"
-    ]
-    lines.extend(f"   {entry}" for entry in excerpts)
-    more = count - len(match.lines)
-    if more > 0:
-        lines.append(f"   [{more:,} more: artifact_grep on this ref]\n")
-    elif not count:
-        lines.append("   [no single line holds a word as written: artifact_read_lines]\n")
-    return "".join(lines)
 
 
 class Rehydrator:
@@ -691,7 +513,7 @@ class Rehydrator:
         limit = self._budget(budget)
         if not isinstance(pattern, str) or not pattern or len(pattern) > 1000:
             raise UsageError("pattern must be a non-empty string of at most 1000 characters")
-        if not _is_text(pattern):
+        if not is_text(pattern):
             raise UsageError(
                 "pattern holds a lone surrogate (half of a UTF-16 pair, no character): "
                 "nothing can match it; give the pattern as text"
@@ -788,7 +610,7 @@ class Rehydrator:
             ) from None
         try:
             text = evaluate(compiled, document, budget=limit, body_bytes=size)
-            if not _is_text(text):  # a lone surrogate the body spelled "\udcff": keep it escaped
+            if not is_text(text):  # a lone surrogate the body spelled "\udcff": keep it escaped
                 text = json.dumps(json.loads(text), separators=(",", ":"))
         except QueryFailed as exc:
             raise QueryFailedError(f"the expression failed on this document: {exc}") from None
@@ -862,7 +684,7 @@ class Rehydrator:
         first: Ref | None = None  # the first hit that read back verified
         left_out = 0
         cut = 0
-        used = utf8_len(_search_head(terms, MAX_HITS))
+        used = utf8_len(search_head(terms, MAX_HITS))
         for index, hit in enumerate(hits):
             read = self._store.read(hit.ref)  # whole and verified, like every read
             data, found = read.data, read.record
@@ -900,7 +722,7 @@ class Rehydrator:
                 matched,
                 visible is not read,
             )
-            block = _hit_block(len(shown) + 1, match, excerpts)
+            block = hit_block(len(shown) + 1, match, excerpts)
             if used + utf8_len(block) > budget_bytes:
                 # Whole hits only; a first hit over the budget is shown by its head line alone.
                 head = block.split("\n", 1)[0] + "\n"
@@ -927,8 +749,8 @@ class Rehydrator:
         """The search's one decision: its answer, its segment and its event."""
         answer: str | None = None
         while shown:  # the closing notes must fit too: drop whole hits from the end
-            tail = _search_notes(left_out, cut, budget)
-            answer = _search_head(terms, len(shown)) + "".join(blocks).rstrip("\n") + tail
+            tail = search_notes(left_out, cut, budget)
+            answer = search_head(terms, len(shown)) + "".join(blocks).rstrip("\n") + tail
             if utf8_len(answer) <= budget:
                 break
             answer = None
@@ -951,7 +773,7 @@ class Rehydrator:
             answer = None
         else:
             # No hit names no reference: the reason stays no_match when even this is over.
-            answer = _no_hits(terms, left_out, cut, budget)
+            answer = no_hits(terms, left_out, cut, budget)
             reason = Reason.NO_MATCH
             outcome = RehydrateOutcome.OVER_BUDGET if answer is None else RehydrateOutcome.RESOLVED
         size = 0 if answer is None else utf8_len(answer)
@@ -1065,15 +887,6 @@ def _masked(result: ReadResult) -> ReadResult:
     if not findings:
         return result
     return dataclasses.replace(result, data=mask_secrets(result.data, findings))
-
-
-def _is_text(text: str) -> bool:
-    """Whether ``text`` is text: no lone surrogate, so it encodes as UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class _NotJSONConstantError(ValueError):

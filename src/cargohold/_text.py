@@ -118,3 +118,12 @@ def line_offset(data: bytes, line: int) -> int:
     for _ in range(wanted):
         low = data.index(b"\n", low) + 1
     return low
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` is text: no lone surrogate, so it encodes as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -57,7 +57,8 @@ from cargohold._facade import ScopedStore
 from cargohold._query import MAX_DEPTH, QueryFailedError, QueryLimit, compile_expression
 from cargohold._records import MAX_READ_BYTES, ArtifactRecord, ReadOutcome, Sensitivity
 from cargohold._ref import Ref
-from cargohold._rehydrate import RehydrateResult, Rehydrator, SearchResult
+from cargohold._rehydrate import RehydrateResult, Rehydrator
+from cargohold._searchanswer import SearchResult
 from cargohold._secrets import describe_findings, find_secrets, policy_for, redact_secrets
 from cargohold._text import looks_textual, utf8_len
 from cargohold._tokens import estimate_tokens
