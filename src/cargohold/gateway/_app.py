@@ -29,10 +29,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from cargohold._errors import CargoholdError, InvalidScopeError
+from cargohold._errors import CargoholdError, InvalidScopeError, UsageError
 from cargohold._tokens import preload
 from cargohold.gateway._anthropic import ANTHROPIC
 from cargohold.gateway._chat import CHAT
+from cargohold.gateway._loop import APIS, Api, Call, Result, engages, events
 from cargohold.gateway._persisted import DEFAULT_FOLDER
 from cargohold.gateway._provider import Provider
 from cargohold.gateway._responses import RESPONSES
@@ -83,6 +84,11 @@ class GatewayConfig:
         max_request_bytes: The largest request body accepted (413 in the provider's shape).
         max_response_bytes: The largest response relayed; a longer one is cut off (the client
             sees the connection end before the response does).
+        read_tools: Whether the gateway adds the read tools to a request whose history holds
+            a cargohold reference, and runs them itself when the model's answer calls only
+            them (for clients that cannot add tools: :mod:`._loop`).
+        read_rounds: The most rounds of read-tool calls the gateway runs for one request; the
+            last is asked to answer (``tool_choice`` ``none``).
     """
 
     # Never in the repr: a URL may carry credentials, a folder is a path.
@@ -92,6 +98,12 @@ class GatewayConfig:
     timeout: float = 600.0
     max_request_bytes: int = 64 * 1024 * 1024
     max_response_bytes: int = 512 * 1024 * 1024
+    read_tools: bool = False
+    read_rounds: int = 4
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.read_rounds <= 32:
+            raise UsageError("read_rounds is 1 to 32")
 
 
 class _TooLarge(Exception):
@@ -167,12 +179,6 @@ def build_app(
             )
         except ClientDisconnect:
             return Response(status_code=499)
-        if provider is not None:
-            session = request.headers.get(SESSION_HEADER)
-            rewritten = await _rewrite(hold, rewriter, provider, body, session)
-            if isinstance(rewritten, Response):
-                return rewritten
-            body = rewritten
         base = config.upstream or shaper.default_upstream
         url = base.rstrip("/") + request.url.path
         if request.url.query:
@@ -185,34 +191,37 @@ def build_app(
             if name.lower() not in _REQUEST_DROP
         ]
         client = state["client"]
+        if provider is not None:
+            session = request.headers.get(SESSION_HEADER)
+            rewritten = await _rewrite(hold, rewriter, provider, body, session)
+            if isinstance(rewritten, Response):
+                return rewritten
+            body = rewritten.body
+            if config.read_tools and rewritten.parsed is not None:
+                api = APIS[provider.name]
+                if engages(api, rewritten.parsed, body):
+                    with_tools = api.with_tools(rewritten.parsed)
+                    if request.url.path.rstrip("/").endswith("/count_tokens"):
+                        body = _dumps(with_tools, rewritten.python)  # counts what is sent
+                    else:
+                        reads = _Reads(
+                            hold=rewritten.hold,
+                            rewriter=rewriter,
+                            provider=provider,
+                            api=api,
+                            config=config,
+                            client=client,
+                            method=request.method,
+                            url=url,
+                            headers=_identity(headers),
+                            python=rewritten.python,
+                        )
+                        return await reads.answer(with_tools)
         upstream = client.build_request(request.method, url, headers=headers, content=body)
-        try:
-            answer = await client.send(upstream, stream=True)
-        except httpx.TimeoutException:
-            return _error(
-                shaper,
-                504,
-                "upstream_timeout",
-                f"the upstream did not answer within {config.timeout:g} s",
-            )
-        except httpx.HTTPError:
-            return _error(
-                shaper,
-                502,
-                "upstream_unavailable",
-                "the upstream could not be reached or did not answer with HTTP",
-            )
-        try:
-            response = _Relayed(
-                answer, _relay(answer, config.max_response_bytes), status_code=answer.status_code
-            )
-            response.raw_headers = [
-                (name, value) for name, value in answer.headers.raw if name.lower() not in _HOP
-            ]
-        except BaseException:
-            await answer.aclose()  # the relay never starts: its connection is closed here
-            raise
-        return response
+        answer = await _send(client, upstream, shaper, config.timeout)
+        if isinstance(answer, Response):
+            return answer
+        return await _relayed(answer, config.max_response_bytes)
 
     app = Starlette(
         routes=[Route("/{path:path}", handle, methods=_METHODS)],
@@ -307,10 +316,21 @@ def _dumps(value: Any, python: bool) -> bytes:
     return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
 
 
+@dataclass(frozen=True, slots=True)
+class _Rewritten:
+    """A request ready to forward: its bytes, its JSON, how it is written, and the hold of
+    its scope (the header's session, else the gateway's)."""
+
+    body: bytes
+    parsed: dict[str, Any] | None
+    python: bool
+    hold: Hold
+
+
 async def _rewrite(
     hold: Hold, rewriter: Rewriter, provider: Provider, body: bytes, session: str | None
-) -> bytes | Response:
-    """The body to forward, or the provider-shaped refusal to answer instead."""
+) -> _Rewritten | Response:
+    """The request to forward, or the provider-shaped refusal to answer instead."""
     try:
         parsed, python = _loads(body)
     except _NotFinite:
@@ -331,6 +351,21 @@ async def _rewrite(
         return _error(
             provider, 400, "invalid_session", f"the {SESSION_HEADER} header is not a valid session"
         )
+    forwarded = await _rewrite_parsed(scoped, rewriter, provider, parsed)
+    if isinstance(forwarded, Response):
+        return forwarded
+    if forwarded is parsed:
+        return _Rewritten(body, parsed, python, scoped)  # nothing rewritten: the client's bytes
+    try:
+        return _Rewritten(_dumps(forwarded, python), forwarded, python, scoped)
+    except Exception as exc:  # a bug must not answer plain text on every turn
+        return _failed(provider, exc)
+
+
+async def _rewrite_parsed(
+    scoped: Hold, rewriter: Rewriter, provider: Provider, parsed: dict[str, Any]
+) -> Any:
+    """The rewritten request (``parsed`` itself when nothing changed), or the refusal."""
     try:
         forwarded, _counts = await scoped.arun(rewriter.rewrite, scoped, provider, parsed)
     except ContextLeakError as exc:
@@ -347,12 +382,34 @@ async def _rewrite(
         )
     except Exception as exc:  # a bug must not answer plain text on every turn
         return _failed(provider, exc)
-    if forwarded is parsed:
-        return body  # nothing rewritten: the client's bytes, exactly
+    return forwarded
+
+
+async def _send(
+    client: httpx.AsyncClient, upstream: httpx.Request, shaper: Provider, timeout: float
+) -> httpx.Response | Response:
+    """The upstream's answer, its body not yet read, or the provider-shaped error for an
+    upstream that is down, not HTTP, or silent past the timeout."""
     try:
-        return _dumps(forwarded, python)
-    except Exception as exc:  # as above
-        return _failed(provider, exc)
+        return await client.send(upstream, stream=True)
+    except httpx.TimeoutException:
+        return _error(
+            shaper, 504, "upstream_timeout", f"the upstream did not answer within {timeout:g} s"
+        )
+    except httpx.HTTPError:
+        return _error(
+            shaper,
+            502,
+            "upstream_unavailable",
+            "the upstream could not be reached or did not answer with HTTP",
+        )
+
+
+def _identity(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The headers of a request whose answer the gateway reads (to run the read tools): the
+    answer must come uncompressed."""
+    kept = [(name, value) for name, value in headers if name.lower() != b"accept-encoding"]
+    return [*kept, (b"accept-encoding", b"identity")]
 
 
 def _failed(provider: Provider, exc: Exception) -> Response:
@@ -386,3 +443,222 @@ def _error(provider: Provider, status: int, code: str, message: str) -> Response
     return Response(
         provider.error(status, code, message), status_code=status, media_type="application/json"
     )
+
+
+@dataclass(slots=True)
+class _Reads:
+    """One client request the gateway answers with its own read-tool rounds (:mod:`._loop`)."""
+
+    hold: Hold
+    rewriter: Rewriter
+    provider: Provider
+    api: Api
+    config: GatewayConfig
+    client: httpx.AsyncClient
+    method: str
+    url: str
+    headers: list[tuple[bytes, bytes]]
+    python: bool
+
+    async def answer(self, request: dict[str, Any]) -> Response:
+        """The final answer to ``request`` (its history rewritten, the read tools added)."""
+        first = await self._open(request)
+        if isinstance(first, Response):
+            return first
+        if first.status_code != 200:
+            return await _relayed(first, self.config.max_response_bytes)
+        if request.get("stream") is True:
+            response = _Relayed(first, self._stream(first, request), status_code=200)
+            response.raw_headers = _answer_headers(first)
+            return response
+        try:
+            return await self._whole(first, request)
+        finally:
+            await first.aclose()
+
+    async def _open(self, request: dict[str, Any]) -> httpx.Response | Response:
+        try:
+            body = _dumps(request, self.python)
+        except Exception as exc:  # a bug must not answer plain text
+            return _failed(self.provider, exc)
+        upstream = self.client.build_request(
+            self.method, self.url, headers=self.headers, content=body
+        )
+        return await _send(self.client, upstream, self.provider, self.config.timeout)
+
+    async def _run(self, calls: list[Call]) -> list[Result] | Response:
+        """The read tools' answers, run in the request's scope (budgets and events as the
+        read tools' everywhere)."""
+
+        def run() -> list[Result]:
+            answers = []
+            for call in calls:
+                answer = self.hold.tools.call(call.name, call.arguments)
+                answers.append(Result(call, answer.text, answer.is_error))
+            return answers
+
+        try:
+            return await self.hold.arun(run)
+        except CargoholdError as exc:  # the store failed: not the model's to fix
+            return _error(
+                self.provider, 502, "read_failed", f"a read tool could not run ({exc.code})"
+            )
+
+    async def _next(
+        self,
+        request: dict[str, Any],
+        turn: Any,
+        answer_id: str | None,
+        calls: list[Call],
+        *,
+        last: bool,
+    ) -> dict[str, Any] | Response:
+        """The next round's request: the answer and the read tools' results appended, the
+        history rewritten and guarded as every forwarded request is."""
+        results = await self._run(calls)
+        if isinstance(results, Response):
+            return results
+        follow_up = self.api.follow_up(request, turn, answer_id, results)
+        rewritten = await _rewrite_parsed(self.hold, self.rewriter, self.provider, follow_up)
+        if isinstance(rewritten, Response):
+            return rewritten
+        assert isinstance(rewritten, dict)
+        return self.api.last_round(rewritten) if last else rewritten
+
+    async def _whole(self, answer: httpx.Response, request: dict[str, Any]) -> Response:
+        """A non-streamed request's rounds: each answer read whole, the last returned."""
+        earlier: list[Any] = []
+        rounds = self.config.read_rounds
+        for round_number in range(rounds + 1):
+            try:
+                data = await _read_answer(answer, self.config.max_response_bytes)
+            except ResponseCut:
+                return _error(
+                    self.provider,
+                    502,
+                    "upstream_unavailable",
+                    "the upstream's answer broke off or went over max_response_bytes",
+                )
+            finally:
+                await answer.aclose()
+            try:
+                parsed = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if answer.status_code != 200 or not isinstance(parsed, dict):
+                return _bytes_answer(answer, data)  # an error or not JSON: as it came
+            calls, theirs, turn, answer_id = self.api.split(parsed)
+            if not calls or theirs or round_number == rounds:
+                if not calls and not earlier:
+                    return _bytes_answer(answer, data)  # the model's own answer, exactly
+                return _bytes_answer(answer, orjson.dumps(self.api.merged(parsed, earlier)))
+            earlier += self.api.visible(turn)
+            request_or_error = await self._next(
+                request, turn, answer_id, calls, last=round_number + 1 == rounds
+            )
+            if isinstance(request_or_error, Response):
+                return request_or_error
+            request = request_or_error
+            opened = await self._open(request)
+            if isinstance(opened, Response):
+                return opened
+            answer = opened
+        raise AssertionError("unreachable: the last round returns")  # pragma: no cover
+
+    async def _stream(
+        self, answer: httpx.Response, request: dict[str, Any]
+    ) -> AsyncIterator[bytes]:
+        """A streamed request's rounds, spliced into one stream as they arrive."""
+        splice = self.api.splice()
+        rounds = self.config.read_rounds
+        limit = self.config.max_response_bytes
+        sent = 0
+        for round_number in range(rounds + 1):
+            buffer = bytearray()
+            try:
+                async for chunk in answer.aiter_raw():
+                    sent += len(chunk)
+                    if sent > limit:
+                        raise ResponseCut("the upstream's response is over max_response_bytes")
+                    buffer += chunk
+                    for event in events(buffer):
+                        for out in splice.feed(event):
+                            yield out
+            except httpx.HTTPError:
+                raise ResponseCut("the upstream's response broke off") from None
+            finally:
+                await answer.aclose()
+            if buffer:  # an unterminated last event: relayed as it came
+                yield bytes(buffer)
+            calls = splice.calls()
+            if calls is None or round_number == rounds:
+                for out in splice.finish():
+                    yield out
+                return
+            following = await self._next(
+                request, splice.turn(), splice.answer_id(), calls, last=round_number + 1 == rounds
+            )
+            if isinstance(following, Response):
+                yield _stream_error(following)
+                return
+            request = following
+            opened = await self._open(request)
+            if isinstance(opened, Response):
+                yield _stream_error(opened)
+                return
+            if opened.status_code != 200:
+                data = await _read_answer(opened, limit)
+                await opened.aclose()
+                yield b"event: error\ndata: " + data.replace(b"\n", b" ") + b"\n\n"
+                return
+            answer = opened
+            splice.next_round()
+
+
+def _stream_error(error: Response) -> bytes:
+    """A provider-shaped error as a server-sent ``error`` event: both Anthropic's and OpenAI's
+    SDKs raise it as an API error mid-stream."""
+    return b"event: error\ndata: " + bytes(error.body) + b"\n\n"
+
+
+async def _read_answer(answer: httpx.Response, limit: int) -> bytes:
+    """An upstream answer's whole body, refused past ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in answer.aiter_raw():
+            size += len(chunk)
+            if size > limit:
+                raise ResponseCut("the upstream's response is over max_response_bytes")
+            chunks.append(chunk)
+    except httpx.HTTPError:
+        raise ResponseCut("the upstream's response broke off") from None
+    return b"".join(chunks)
+
+
+def _answer_headers(answer: httpx.Response) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers, for an answer whose body the gateway writes itself."""
+    drop = _HOP | {b"content-length", b"content-encoding"}
+    return [(name, value) for name, value in answer.headers.raw if name.lower() not in drop]
+
+
+def _bytes_answer(answer: httpx.Response, data: bytes) -> Response:
+    response = Response(data, status_code=answer.status_code)
+    response.raw_headers = [
+        *_answer_headers(answer),
+        (b"content-length", str(len(data)).encode()),
+    ]
+    return response
+
+
+async def _relayed(answer: httpx.Response, limit: int) -> Response:
+    """An upstream answer relayed as it comes (its status, headers and bytes)."""
+    try:
+        response = _Relayed(answer, _relay(answer, limit), status_code=answer.status_code)
+        response.raw_headers = [
+            (name, value) for name, value in answer.headers.raw if name.lower() not in _HOP
+        ]
+    except BaseException:
+        await answer.aclose()  # the relay never starts: its connection is closed here
+        raise
+    return response
