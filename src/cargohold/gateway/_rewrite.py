@@ -12,6 +12,15 @@ A slot below the heavy threshold stays inline, under the secrets policy of its t
 surface's results (:meth:`Offloader.secrets_policy_for`): a credential in it is redacted (with
 the note of the kinds and lines), masked, or the slot withheld (``reject``), the same bytes on
 every turn.
+
+An image or document carried as base64 (:mod:`._attachments`), in a message or inside a tool
+result, at or above the heavy threshold (its base64 measured, as the guard measures it) goes by
+the hold's attachment disposition (``attachment_disposition``, per tool ``tool_dispositions``):
+``ref`` stores its decoded bytes as their own artifact and a text part holding the stub takes
+its place; ``tool:<name>`` stores them and the routing notice takes its place; ``inline`` and
+``provider_native`` leave it (the guard decides, and its refusal says why). It is done before the
+message's tool results are, so a tool result's picture is stored as the picture, not as part of
+the result's JSON; the stub is reused by digest on every later turn, as a result's is.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cargohold._errors import StoreError
+from cargohold._errors import StoreError, UsageError
 from cargohold._events import OffloadOutcome, Reason
 from cargohold._secrets import redaction_note, screen_text
 from cargohold._segment import OPEN as SEGMENT_OPEN
@@ -32,7 +41,15 @@ from cargohold._segment import parse_segment
 from cargohold._stub import MARKER
 from cargohold._toolspecs import SPECS
 from cargohold.compact._model import RESULT
+from cargohold.gateway._attachments import Found, Place, find_attachments, replace_attachments
 from cargohold.gateway._persisted import spilled_file
+from cargohold.guard import (
+    Attachment,
+    ContextLeakError,
+    Disposition,
+    DispositionKind,
+    dispose,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -156,10 +173,18 @@ class Rewriter:
         fmt = provider.format
         messages = fmt.messages(request)
         result: Any = request
+        left: dict[int, str] = {}  # message index -> why a heavy attachment there was left
         if messages is not None:
             calls: dict[str, str] = {}
             new_messages: list[Any] | None = None
             for index, message in enumerate(messages):
+                # Attachments first: a tool result's picture is stored as itself, and the
+                # result's slot is then what is left of it (its text, the picture's stub).
+                disposed = self._attachments(hold, provider, index, message, calls, counts, left)
+                if disposed is not message:
+                    if new_messages is None:
+                        new_messages = list(messages)
+                    new_messages[index] = message = disposed
                 stubs: dict[tuple[str, int], str] = {}
                 for slot in fmt.slots(index, message, calls):
                     limit = hold.offloader.threshold_for(slot.tool)
@@ -200,8 +225,96 @@ class Rewriter:
             result, report = hold.compact(result, format=provider.name, policy=self.policy)
             counts.compacted = report.cleared
         model = result.get("model") if isinstance(result, dict) else None
-        hold.guard(result, format=provider.name, model=model if isinstance(model, str) else None)
+        try:
+            hold.guard(
+                result, format=provider.name, model=model if isinstance(model, str) else None
+            )
+        except ContextLeakError as leak:
+            why = _why_left(leak, left)
+            if why is None:
+                raise
+            raise _AttachmentLeftError(leak, why) from None
         return result
+
+    def _attachments(
+        self,
+        hold: Hold,
+        provider: Provider,
+        index: int,
+        message: Any,
+        calls: dict[str, str],
+        counts: RewriteCounts,
+        left: dict[int, str],
+    ) -> Any:
+        """``message`` with each heavy attachment it carries inline disposed of (see the
+        module), or ``message`` itself when none is replaced."""
+        found = find_attachments(provider.name, message, calls)
+        if not found:
+            return message
+        texts: dict[Place, str] = {}
+        for attachment in found:
+            tool = attachment.tool if attachment.result else None
+            size = len(attachment.encoded)  # base64 is ASCII: characters are its bytes
+            if size < hold.offloader.threshold_for(tool):
+                continue  # small: forwarded byte for byte (inline is the guard's to judge)
+            if not attachment.encoded.isascii():
+                left[index] = _NOT_BASE64
+                continue
+            try:
+                disposition = _disposition(hold, tool)
+            except UsageError:
+                left[index] = _BAD_DISPOSITION
+                continue
+            if disposition.kind in _LEFT:
+                left[index] = _LEFT[disposition.kind]
+                continue
+            text = self._attachment_stub(hold, provider, attachment, disposition, counts)
+            if text is None:
+                left[index] = _NOT_BASE64
+                continue
+            counts.bytes_kept_out += size
+            texts[attachment.place] = text
+        if not texts:
+            return message
+        return replace_attachments(provider.name, message, texts)
+
+    def _attachment_stub(
+        self,
+        hold: Hold,
+        provider: Provider,
+        attachment: Found,
+        disposition: Disposition,
+        counts: RewriteCounts,
+    ) -> str | None:
+        """The text that takes a heavy attachment's place under ``ref`` or ``tool:<name>``:
+        the earlier turn's when its artifact still reads back, else the disposition carried
+        out (its bytes stored with their media type, the hold's scope, TTL and events).
+        ``None`` when it is not base64 (left as it is: the guard decides)."""
+        decoded = attachment.decoded()
+        if decoded is None:
+            return None
+        data, media_type = decoded
+        key = self._key(hold, f"attachment {disposition}", attachment.tool, media_type, data)
+        cached = self._cached(hold, key, counts)
+        if cached is not None:
+            return cached
+        done = dispose(
+            Attachment(data, media_type=media_type, hint=disposition, tool=attachment.tool),
+            format=provider.name,
+            offloader=hold.offloader,
+        )
+        stored = done.offload
+        assert stored is not None  # ref and tool dispositions always store
+        text = done.part.get("text")
+        if stored.outcome is OffloadOutcome.BYPASS or not isinstance(text, str):
+            return None  # bytes that are a recovered segment: the client's part stands
+        counts.offloaded += 1
+        tokens = stored.event.estimated_tokens
+        counts.tokens_kept_out += tokens
+        if stored.outcome in _REUSABLE and stored.ref is not None:
+            self._remember(key, str(stored.ref), text, tokens)
+        # Rejected or failed: the offloader's bounded notice without the bytes, never them.
+        return text
 
     def _spilled(
         self,
@@ -248,31 +361,10 @@ class Rewriter:
         ``spill``: the body is a spilled file's; ``None`` when the offloader keeps it inline
         (a small file: the notice stands, with its path and preview, and nothing counts).
         """
-        scope = hold.scope
-        digest = hashlib.sha256(data).digest()
-        key: _CacheKey = (
-            scope.tenant,
-            scope.user,
-            scope.session,
-            kind,
-            tool,
-            media_type,
-            digest,
-        )
-        with self._lock:
-            cached = self._stubs.get(key)
-            if cached is not None:
-                self._stubs.move_to_end(key)
-        now = time.monotonic()
+        key = self._key(hold, kind, tool, media_type, data)
+        cached = self._cached(hold, key, counts)
         if cached is not None:
-            ref, stub, checked, tokens = cached
-            if now - checked < self.recheck_seconds or hold.info(ref).ok:
-                if now - checked >= self.recheck_seconds:
-                    with self._lock:
-                        self._stubs[key] = (ref, stub, now, tokens)
-                counts.reused += 1
-                counts.tokens_kept_out += tokens
-                return stub
+            return cached
         offload = hold.offload(body, tool=tool, media_type=media_type)
         if offload.outcome is OffloadOutcome.BYPASS:
             return offload.model_text  # a recovered segment: the bytes the model asked for
@@ -283,12 +375,96 @@ class Rewriter:
         tokens = 0 if offload.outcome is OffloadOutcome.INLINE else offload.event.estimated_tokens
         counts.tokens_kept_out += tokens
         if offload.outcome in _REUSABLE and offload.ref is not None:
-            with self._lock:
-                self._stubs[key] = (str(offload.ref), offload.text, now, tokens)
-                while len(self._stubs) > self.cache_size:
-                    self._stubs.popitem(last=False)
+            self._remember(key, str(offload.ref), offload.text, tokens)
         # Rejected or failed: the offloader's bounded stub without the body, never the body.
         return offload.model_text  # an inline redacted body: the note of what, its final line
+
+    @staticmethod
+    def _key(
+        hold: Hold, kind: str, tool: str | None, media_type: str | None, data: bytes
+    ) -> _CacheKey:
+        """A stub's key in the map: the scope, the slot's kind and tool, and the SHA-256 of
+        the exact bytes (the digest the reference is made of)."""
+        scope = hold.scope
+        digest = hashlib.sha256(data).digest()
+        return (scope.tenant, scope.user, scope.session, kind, tool, media_type, digest)
+
+    def _cached(self, hold: Hold, key: _CacheKey, counts: RewriteCounts) -> str | None:
+        """The stub an earlier turn made under ``key``, while its artifact still reads back
+        (looked up again once ``recheck_seconds`` have passed), else ``None``."""
+        with self._lock:
+            cached = self._stubs.get(key)
+            if cached is not None:
+                self._stubs.move_to_end(key)
+        if cached is None:
+            return None
+        now = time.monotonic()
+        ref, stub, checked, tokens = cached
+        if now - checked >= self.recheck_seconds:
+            if not hold.info(ref).ok:
+                return None
+            with self._lock:
+                self._stubs[key] = (ref, stub, now, tokens)
+        counts.reused += 1
+        counts.tokens_kept_out += tokens
+        return stub
+
+    def _remember(self, key: _CacheKey, ref: str, stub: str, tokens: int) -> None:
+        """Keep ``stub`` under ``key`` for later turns (the least recently used go first)."""
+        with self._lock:
+            self._stubs[key] = (ref, stub, time.monotonic(), tokens)
+            while len(self._stubs) > self.cache_size:
+                self._stubs.popitem(last=False)
+
+
+def _disposition(hold: Hold, tool: str | None) -> Disposition:
+    """The disposition of an attachment: its tool's (``tool_dispositions``), else the hold's
+    default (``attachment_disposition``), as every surface resolves it.
+
+    Raises:
+        UsageError: the configured value names a tool that is no tool name.
+    """
+    settings = hold.settings
+    chosen = settings.tool_dispositions.get(tool) if tool is not None else None
+    return Disposition.parse(chosen or settings.attachment_disposition)
+
+
+_NOT_BASE64 = "an attachment there is not valid base64, so the gateway could not store it"
+_BAD_DISPOSITION = (
+    "the attachment disposition configured for it (attachment_disposition or "
+    "tool_dispositions) is not valid"
+)
+_LEFT = {
+    DispositionKind.INLINE: (
+        "the attachment disposition there is inline (attachment_disposition or "
+        "tool_dispositions), which keeps an attachment in the request only below the heavy "
+        "threshold; set ref to store it and send its stub"
+    ),
+    DispositionKind.PROVIDER_NATIVE: (
+        "the attachment disposition there is provider_native (attachment_disposition or "
+        "tool_dispositions): the gateway uploads nothing, so a heavy attachment goes to the "
+        "provider as a file id (upload it through the provider's files API), or set ref to "
+        "store it and send its stub"
+    ),
+}
+
+
+def _why_left(leak: ContextLeakError, left: dict[int, str]) -> str | None:
+    """Why the first attachment the guard refused was left in the request, when the rewrite
+    left one there (``None``: the leak is not one of them)."""
+    for finding in leak.findings:
+        if finding.where == "attachment" and finding.message_index in left:
+            return left[finding.message_index]
+    return None
+
+
+class _AttachmentLeftError(ContextLeakError):
+    """The guard's refusal of an attachment the gateway left in the request, saying why (its
+    disposition, or bytes that are not base64): the same findings and the same event."""
+
+    def __init__(self, leak: ContextLeakError, why: str) -> None:
+        super().__init__(leak.findings, threshold=leak.threshold, event=leak.event)
+        self.args = (f"{self.args[0]} The gateway left it: {why}.",)
 
 
 def _screened(
