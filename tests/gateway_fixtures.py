@@ -53,6 +53,9 @@ class FakeProvider:
     anthropic_reply: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
     # The output items of a Responses answer, likewise; by default one function_call.
     responses_reply: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+    # The message of a Chat Completions answer (``content`` and ``tool_calls``), likewise; by
+    # default one tool call.
+    chat_reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def app(self) -> Starlette:
@@ -84,7 +87,8 @@ class FakeProvider:
                 return self._sse(_anthropic_events(content))
             return _json(_anthropic_message(content))
         if path.endswith("/chat/completions"):
-            return self._sse(_chat_events()) if stream else _json(_chat_completion())
+            message = None if self.chat_reply is None else self.chat_reply(payload)
+            return self._sse(_chat_events(message)) if stream else _json(_chat_completion(message))
         if path.endswith("/responses"):
             output = None if self.responses_reply is None else self.responses_reply(payload)
             if stream:
@@ -174,7 +178,10 @@ def _call() -> dict[str, Any]:
     }
 
 
-def _chat_completion() -> dict[str, Any]:
+def _chat_completion(message: dict[str, Any] | None = None) -> dict[str, Any]:
+    if message is None:
+        message = {"role": "assistant", "content": None, "tool_calls": [_call()]}
+    calls = bool(message.get("tool_calls"))
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -183,24 +190,38 @@ def _chat_completion() -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": None, "tool_calls": [_call()]},
-                "finish_reason": "tool_calls",
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
             }
         ],
     }
 
 
-def _chat_events() -> list[tuple[str | None, Any]]:
+def _chat_events(message: dict[str, Any] | None = None) -> list[tuple[str | None, Any]]:
     base = {
         "id": "chatcmpl-1",
         "object": "chat.completion.chunk",
         "created": 0,
         "model": "gpt-fake",
     }
-    first = {"role": "assistant", "tool_calls": [{"index": 0, **_call()}]}
+    if message is None:
+        message = {"role": "assistant", "content": None, "tool_calls": [_call()]}
+    deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+    if message.get("content"):
+        deltas.append({"content": message["content"]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        # As OpenAI streams a call: its id and name first, its arguments after.
+        opening = {**call, "function": {"name": call["function"]["name"], "arguments": ""}}
+        deltas.append({"tool_calls": [{"index": index, **opening}]})
+        arguments = {"function": {"arguments": call["function"]["arguments"]}}
+        deltas.append({"tool_calls": [{"index": index, **arguments}]})
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
     return [
-        (None, {**base, "choices": [{"index": 0, "delta": first, "finish_reason": None}]}),
-        (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        *(
+            (None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            for delta in deltas
+        ),
+        (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
         (None, "[DONE]"),
     ]
 
@@ -246,10 +267,21 @@ def _responses_events(
     for index, item in enumerate(done["output"]):
         events.append(
             (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": len(events),
+                    "output_index": index,
+                    "item": {**item, "arguments": ""} if "arguments" in item else item,
+                },
+            )
+        )
+        events.append(
+            (
                 "response.output_item.done",
                 {
                     "type": "response.output_item.done",
-                    "sequence_number": index + 1,
+                    "sequence_number": len(events),
                     "output_index": index,
                     "item": item,
                 },

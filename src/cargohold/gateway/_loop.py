@@ -666,7 +666,10 @@ class _ResponsesSplice:
         index = data.get("output_index")
         if not isinstance(index, int):
             return [self._out(event, data)]
-        if kind == "response.output_item.added" and index not in self._map:
+        if index not in self._map and kind in (
+            "response.output_item.added",
+            "response.output_item.done",
+        ):
             item = data.get("item")
             item = item if isinstance(item, dict) else {}
             if item.get("type") == "function_call" and item.get("name") in NAMES:
