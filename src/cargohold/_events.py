@@ -1,5 +1,6 @@
 """Decision events: exactly one per offload or rehydrate decision, and one per guard failure
-(and, in a working context with a compressor, one per compressor decision).
+(and, in a working context with a compressor, one per compressor decision; behind the gateway,
+one per request).
 
 An event is categorical and privacy-safe by construction: it holds codes, byte counts, a validated
 canonical reference (or none where the outcome must not carry one) and agent correlation. It never
@@ -13,21 +14,27 @@ sequence counter, so sequence numbers are monotonic across a run's whole agent t
 from __future__ import annotations
 
 import enum
+import hashlib
+import hmac
 import itertools
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cargohold._errors import UsageError
 from cargohold._records import ReadOutcome
 from cargohold._ref import is_ref
 
+if TYPE_CHECKING:
+    from cargohold._scope import Scope
+
 _log = logging.getLogger("cargohold.events")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_RUN = re.compile(r"[0-9a-f]{16}")
 
 
 class Operation(enum.StrEnum):
@@ -40,6 +47,8 @@ class Operation(enum.StrEnum):
     """A pluggable compressor's answer for a stored worker output was used, or refused."""
     COMPACT = "compact"
     """Old tool results of a conversation were stored and replaced by compact stubs."""
+    REQUEST = "request"
+    """A request through the gateway: what it kept out of the context, forwarded or not."""
 
 
 class ContentKind(enum.StrEnum):
@@ -111,6 +120,19 @@ class CompactOutcome(enum.StrEnum):
     COMPACTED = "compacted"
 
 
+class RequestOutcome(enum.StrEnum):
+    """The outcome of one request through the gateway (one ``request`` event per request)."""
+
+    FORWARDED = "forwarded"
+    """Sent upstream: rewritten (reason ``rewritten``) or as it came (``unchanged``)."""
+    REFUSED = "refused"
+    """Not sent: the edge guard stopped it (reason: the guard's, ``raw_heavy_content``,
+    ``window_margin`` or ``unknown_model``)."""
+    FAILED = "failed"
+    """Not sent: its rewrite failed (reason ``store_unavailable``, ``store_error`` or
+    ``rewrite_error``)."""
+
+
 class Reason(enum.StrEnum):
     """Why a decision came out as it did. Assigned where the decision is made, never parsed."""
 
@@ -157,6 +179,10 @@ class Reason(enum.StrEnum):
     COMPRESSOR_HID_FAILURE = "compressor_hid_failure"  # dropped failure lines the input holds
     # compact
     TRIGGER_TOKENS = "trigger_tokens"  # the conversation crossed its policy's trigger
+    # request (gateway)
+    REWRITTEN = "rewritten"  # forwarded with at least one part replaced, cleared or screened
+    UNCHANGED = "unchanged"  # forwarded as the client sent it
+    REWRITE_ERROR = "rewrite_error"  # failed: the rewrite raised something not the store's
 
 
 _WITH_REF = frozenset(
@@ -168,7 +194,25 @@ _WITH_REF = frozenset(
 )
 _WITHOUT_REF = frozenset({OffloadOutcome.INLINE, OffloadOutcome.REJECTED, OffloadOutcome.FAILED})
 
-Outcome = OffloadOutcome | RehydrateOutcome | GuardOutcome | CompressOutcome | CompactOutcome
+_REQUEST_REASONS: Mapping[RequestOutcome, frozenset[Reason]] = {
+    RequestOutcome.FORWARDED: frozenset({Reason.REWRITTEN, Reason.UNCHANGED}),
+    RequestOutcome.REFUSED: frozenset(
+        {Reason.RAW_HEAVY_CONTENT, Reason.WINDOW_MARGIN, Reason.UNKNOWN_MODEL}
+    ),
+    RequestOutcome.FAILED: frozenset(
+        {Reason.STORE_UNAVAILABLE, Reason.STORE_ERROR, Reason.REWRITE_ERROR}
+    ),
+}
+"""The reasons a request event may give for each outcome."""
+
+Outcome = (
+    OffloadOutcome
+    | RehydrateOutcome
+    | GuardOutcome
+    | CompressOutcome
+    | CompactOutcome
+    | RequestOutcome
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +239,31 @@ class DecisionEvent:
             (``estimated_tokens`` is the estimate before); ``None`` for the others.
         kind: The projection kind of the stored bytes (``json``, ``csv``, ``log``, ``code``,
             ``binary``...: the kind the stub states, without its detail), on an offload that
-            stored or reused them; ``None`` elsewhere, and in events of logs written before
-            the field existed.
+            stored or reused them; on a request event, the API it spoke (``anthropic``,
+            ``openai_chat``, ``openai_responses``); ``None`` elsewhere, and in events of logs
+            written before the field existed.
         agent_id: The reporting agent.
         parent_agent_id: Its parent, ``None`` at the root.
         depth: 0 at the root agent, +1 per nesting.
         sequence: Monotonic across the whole agent tree of one run.
+        kept_out_bytes: A request event's bytes kept out of the context: the bytes of the
+            parts its rewrite replaced by stubs (a stub reused from an earlier turn counts
+            again: it kept its bytes out of this request too); 0 for the other events.
+        offloaded: A request event's parts stored and replaced by a stub on this request.
+        reused: A request event's parts replaced by the stub of an earlier turn.
+        screened: A request event's inline parts forwarded with credentials redacted or masked,
+            or withheld.
+        run: The run tag: an opaque, pseudonymous label of the owner scope the decision was
+            made in (16 hex digits of an HMAC of tenant, user and session under the store's
+            secret marker key, see :func:`run_tag`): equal for the events of one scope, not
+            reversible without the store, not an identity. ``None`` when no scope's key was
+            known (a bare :class:`Reporter`), and in logs written before the field existed.
+
+    On a request event (``operation`` ``request``, ``content_kind`` ``request``):
+    ``observed_bytes`` is the request's size as the client sent it, ``context_bytes`` the size
+    forwarded (0 when it was not), ``limit_bytes`` the heavy threshold its parts were judged at,
+    ``estimated_tokens`` the estimated tokens kept out, and ``cleared`` the results its
+    compaction cleared.
     """
 
     operation: Operation
@@ -221,6 +284,11 @@ class DecisionEvent:
     cleared: int = 0
     tokens_after: int | None = None
     kind: str | None = None
+    kept_out_bytes: int = 0
+    offloaded: int = 0
+    reused: int = 0
+    screened: int = 0
+    run: str | None = None
 
     def __post_init__(self) -> None:
         if self.ref is not None and not is_ref(self.ref):
@@ -243,6 +311,11 @@ class DecisionEvent:
             raise UsageError("a compress event names the stored output it previewed")
         if isinstance(self.outcome, CompactOutcome) != (self.operation is Operation.COMPACT):
             raise UsageError("a compact outcome belongs to a compact event, and only there")
+        self._check_request()
+        if self.run is not None and (
+            not isinstance(self.run, str) or _RUN.fullmatch(self.run) is None
+        ):
+            raise UsageError("an event run tag is 16 lower-case hex digits")
         after = self.tokens_after
         if (
             isinstance(self.cleared, bool)
@@ -276,6 +349,24 @@ class DecisionEvent:
         ):
             raise UsageError("an event token limit is a non-negative integer")
 
+    def _check_request(self) -> None:
+        """A request event's own rules; its counts on any other event are 0."""
+        request = isinstance(self.outcome, RequestOutcome)
+        if request != (self.operation is Operation.REQUEST):
+            raise UsageError("a request outcome belongs to a request event, and only there")
+        counts = (self.kept_out_bytes, self.offloaded, self.reused, self.screened)
+        if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts):
+            raise UsageError("a request's counts are non-negative integers")
+        if not request:
+            if any(counts):
+                raise UsageError("only a request event counts parts kept out of a request")
+            return
+        assert isinstance(self.outcome, RequestOutcome)  # narrowed for the type checker
+        if self.ref is not None or self.content_kind is not ContentKind.REQUEST:
+            raise UsageError("a request event is about the request as a whole, without a ref")
+        if self.reason not in _REQUEST_REASONS[self.outcome]:
+            raise UsageError(f"a {self.outcome.value} request event has no reason {self.reason}")
+
     def as_dict(self) -> dict[str, str | int | None]:
         """The event as plain JSON-ready data."""
         return {
@@ -297,6 +388,11 @@ class DecisionEvent:
             "cleared": self.cleared,
             "tokens_after": self.tokens_after,
             "kind": self.kind,
+            "kept_out_bytes": self.kept_out_bytes,
+            "offloaded": self.offloaded,
+            "reused": self.reused,
+            "screened": self.screened,
+            "run": self.run,
         }
 
 
@@ -312,6 +408,51 @@ def _check_id(name: str, value: str) -> str:
     if not isinstance(value, str) or _ID.fullmatch(value) is None:
         raise UsageError(f"{name} must be 1-128 characters of letters, digits and ._:/-")
     return value
+
+
+_RUN_LABEL = b"cargohold.run\x00"
+"""Domain separation: a run tag's MAC input never equals a stub or segment marker's."""
+
+
+def run_tag(key: bytes, scope: Scope) -> str:
+    """The run tag events of ``scope`` carry: 16 hex digits of HMAC-SHA256 under ``key`` (the
+    store's secret marker key) of the scope's tenant, user and session, NUL-separated (a scope
+    part holds no NUL, so two scopes never join alike).
+
+    Pseudonymous, not anonymous: equal for every event of one scope in one store, so a log can
+    be cut by session (``cargohold report --session S``, which computes the same tag with the
+    store's key); without the key it names no tenant, user or session, and no one can test a
+    guess. Treat it as you would the log itself; it is not an identity and grants nothing.
+    """
+    owner = "\x00".join((scope.tenant, scope.user, scope.session)).encode("utf-8")
+    return hmac.new(key, _RUN_LABEL + owner, hashlib.sha256).hexdigest()[:16]
+
+
+class _LazyRun:
+    """A scope's run tag, computed at the first event (from the store's marker key, which a
+    store may make or fetch on first use) and then kept. A key the store cannot give leaves
+    the events without a tag: reporting never breaks a decision."""
+
+    __slots__ = ("_key", "_known", "_scope", "_value")
+
+    def __init__(self, key: Callable[[], bytes], scope: Scope) -> None:
+        self._key = key
+        self._scope = scope
+        self._value: str | None = None
+        self._known = False
+
+    def __call__(self) -> str | None:
+        if not self._known:  # two threads may both compute it: the same value either way
+            try:
+                self._value = run_tag(self._key(), self._scope)
+            except Exception as exc:  # a store that cannot give its key: no tag, no failure
+                _log.warning("cargohold run tag unavailable (%s)", type(exc).__name__)
+            self._known = True
+        return self._value
+
+
+def _no_run() -> str | None:
+    return None
 
 
 @dataclass(slots=True)
@@ -331,6 +472,8 @@ class Reporter:
         sinks: Where events go. A sink that raises is logged (class name only) and skipped:
             reporting never breaks the decision it reports.
         agent_id: This agent's id (an attribution label, not an owner identity).
+        run: The run tag every event carries (:func:`run_tag` of the scope the decisions are
+            made in); ``None``: events carry none. A :class:`~cargohold.Hold` tags its own.
 
     Example::
 
@@ -339,27 +482,50 @@ class Reporter:
         worker = root.child("worker-1")   # parent_agent_id="planner", depth=1, shared sequence
     """
 
-    __slots__ = ("_counter", "_sinks", "agent_id", "depth", "parent_agent_id")
+    __slots__ = ("_counter", "_run", "_sinks", "agent_id", "depth", "parent_agent_id")
 
-    def __init__(self, sinks: Iterable[Sink] = (), *, agent_id: str = "main") -> None:
+    def __init__(
+        self, sinks: Iterable[Sink] = (), *, agent_id: str = "main", run: str | None = None
+    ) -> None:
         self._sinks: tuple[Sink, ...] = tuple(sinks)
         self._counter = _Counter()
         self.agent_id = _check_id("agent_id", agent_id)
         self.parent_agent_id: str | None = None
         self.depth = 0
+        self._run: Callable[[], str | None] = _no_run
+        if run is not None:
+            if not isinstance(run, str) or _RUN.fullmatch(run) is None:
+                raise UsageError("run must be a run tag: 16 lower-case hex digits (run_tag)")
+            self._run = lambda: run
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # no run tag: it stays in the events alone
         return f"Reporter(agent_id={self.agent_id!r}, depth={self.depth})"
 
+    def _copy(self) -> Reporter:
+        twin = Reporter.__new__(Reporter)
+        twin._sinks = self._sinks
+        twin._counter = self._counter
+        twin._run = self._run
+        twin.agent_id = self.agent_id
+        twin.parent_agent_id = self.parent_agent_id
+        twin.depth = self.depth
+        return twin
+
     def child(self, agent_id: str) -> Reporter:
-        """A reporter for a sub-agent: same sinks, same sequence, one level deeper."""
-        kid = Reporter.__new__(Reporter)
-        kid._sinks = self._sinks
-        kid._counter = self._counter
+        """A reporter for a sub-agent: same sinks, same sequence, same run tag, one level
+        deeper."""
+        kid = self._copy()
         kid.agent_id = _check_id("agent_id", agent_id)
         kid.parent_agent_id = self.agent_id
         kid.depth = self.depth + 1
         return kid
+
+    def for_scope(self, key: Callable[[], bytes], scope: Scope) -> Reporter:
+        """This reporter (same agent, sinks and sequence) with the run tag of ``scope``,
+        computed from ``key()`` (the store's marker key) at its first event."""
+        twin = self._copy()
+        twin._run = _LazyRun(key, scope)
+        return twin
 
     def decide(
         self,
@@ -378,6 +544,10 @@ class Reporter:
         cleared: int = 0,
         tokens_after: int | None = None,
         kind: str | None = None,
+        kept_out_bytes: int = 0,
+        offloaded: int = 0,
+        reused: int = 0,
+        screened: int = 0,
     ) -> DecisionEvent:
         """Build the decision's event, hand that very instance to every sink, and return it."""
         event = DecisionEvent(
@@ -399,6 +569,11 @@ class Reporter:
             cleared=cleared,
             tokens_after=tokens_after,
             kind=kind,
+            kept_out_bytes=kept_out_bytes,
+            offloaded=offloaded,
+            reused=reused,
+            screened=screened,
+            run=self._run(),
         )
         for sink in self._sinks:
             try:
@@ -450,6 +625,10 @@ def record(
     cleared: int = 0,
     tokens_after: int | None = None,
     kind: str | None = None,
+    kept_out_bytes: int = 0,
+    offloaded: int = 0,
+    reused: int = 0,
+    screened: int = 0,
 ) -> DecisionEvent:
     """The decision's event, reported when a reporter is configured.
 
@@ -473,6 +652,10 @@ def record(
                 cleared=cleared,
                 tokens_after=tokens_after,
                 kind=kind,
+                kept_out_bytes=kept_out_bytes,
+                offloaded=offloaded,
+                reused=reused,
+                screened=screened,
             )
         except UsageError:
             raise  # a field the decision got wrong: a bug to surface, not a reporter failure
@@ -503,4 +686,8 @@ def record(
         cleared=cleared,
         tokens_after=tokens_after,
         kind=kind,
+        kept_out_bytes=kept_out_bytes,
+        offloaded=offloaded,
+        reused=reused,
+        screened=screened,
     )

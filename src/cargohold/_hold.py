@@ -31,7 +31,16 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from cargohold._config import Settings, load_settings
 from cargohold._errors import StoreError, UsageError
-from cargohold._events import Reporter, Sink
+from cargohold._events import (
+    ContentKind,
+    DecisionEvent,
+    Operation,
+    Reason,
+    Reporter,
+    RequestOutcome,
+    Sink,
+    record,
+)
 from cargohold._facade import ScopedStore, as_ref
 from cargohold._offload import Offloader, OffloadResult
 from cargohold._records import ReadResult, Sensitivity
@@ -53,6 +62,9 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 T = TypeVar("T")
 _Answer = TypeVar("_Answer", RehydrateResult, ToolAnswer)
+
+_REQUEST_APIS = frozenset({"anthropic", "openai_chat", "openai_responses"})
+"""The APIs a request event may name (the gateway's providers), as event kind codes."""
 
 DEFAULT_WORKERS = 1
 """Threads of the async worker pool. An offload is mostly pure-Python projection, which the GIL
@@ -195,7 +207,9 @@ def open(  # cargohold.open(), like tarfile.open and shelve.open
         owns = True
     shared = _Shared(backend, settings, owns_store=owns, max_workers=max_workers)
     summary = RunSummary()
-    reporter = Reporter([summary, *sinks], agent_id=agent or "main")
+    reporter = Reporter([summary, *sinks], agent_id=agent or "main").for_scope(
+        backend.marker_key, scope
+    )
     return Hold(shared, scope, reporter=reporter, summary=summary, ttl=ttl)
 
 
@@ -337,7 +351,11 @@ class Hold:
 
             if not isinstance(compaction, CompactionPolicy):
                 raise UsageError("compaction must be a cargohold.CompactionPolicy")
-        reporter = self._reporter if agent is None else self._reporter.child(agent)
+        reporter = self._reporter
+        if scope.owner != current.owner:  # another session: its events carry its own run tag
+            reporter = reporter.for_scope(self._shared.store.marker_key, scope)
+        if agent is not None:
+            reporter = reporter.child(agent)
         return Hold(
             self._shared,
             scope,
@@ -447,6 +465,120 @@ class Hold:
             UsageError: a ``ttl`` that is not positive or is over the store's ``max_ttl``.
         """
         return self._scoped.touch(as_ref(ref), self._ttl if ttl is None else ttl)
+
+    def record_request(
+        self,
+        *,
+        api: str,
+        outcome: RequestOutcome | str,
+        request_bytes: int,
+        forwarded_bytes: int = 0,
+        bytes_kept_out: int = 0,
+        tokens_kept_out: int = 0,
+        offloaded: int = 0,
+        reused: int = 0,
+        compacted: int = 0,
+        screened: int = 0,
+        reason: Reason | str | None = None,
+    ) -> DecisionEvent:
+        """Report one request through the gateway: one ``request`` event, through this hold's
+        reporter and sinks (its run summary counts it: requests, bytes and tokens kept out,
+        the largest request).
+
+        The parts a request's rewrite offloaded have their own offload events; a stub reused
+        from an earlier turn has none, so this event is the only record of what each request
+        kept out. It holds counts and codes only: no key, header, body, scope or path.
+
+        Args:
+            api: The API the request spoke: ``anthropic``, ``openai-chat`` or
+                ``openai-responses`` (the gateway's provider name).
+            outcome: ``forwarded`` (sent upstream), ``refused`` (the edge guard stopped it) or
+                ``failed`` (its rewrite failed; not sent).
+            request_bytes: The request body's size as the client sent it.
+            forwarded_bytes: The body's size as it was forwarded (0 when it was not).
+            bytes_kept_out: Bytes of the parts replaced by stubs (reused stubs included).
+            tokens_kept_out: Estimated tokens of those parts.
+            offloaded: Parts stored and replaced by a stub on this request.
+            reused: Parts replaced by the stub of an earlier turn.
+            compacted: Results the compaction cleared.
+            screened: Inline parts forwarded with credentials redacted or masked, or withheld.
+            reason: Why: for ``refused``, the guard's reason (``exc.event.reason`` of the
+                guard's error: ``raw_heavy_content``, ``window_margin``, ``unknown_model``),
+                required; for ``failed``, ``store_unavailable``, ``store_error`` or
+                ``rewrite_error`` (the default); for ``forwarded``, ``rewritten`` or
+                ``unchanged``, by default ``rewritten`` when a count is above 0 or the size
+                changed.
+
+        Returns:
+            The event, the very instance the sinks received.
+
+        Raises:
+            UsageError: an unknown API, outcome or reason, a reason that does not go with the
+                outcome, a count that is not a non-negative integer, or a forwarded size on a
+                request that was not forwarded.
+        """
+        counts = {
+            "request_bytes": request_bytes,
+            "forwarded_bytes": forwarded_bytes,
+            "bytes_kept_out": bytes_kept_out,
+            "tokens_kept_out": tokens_kept_out,
+            "offloaded": offloaded,
+            "reused": reused,
+            "compacted": compacted,
+            "screened": screened,
+        }
+        for name, value in counts.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{name} must be a non-negative integer")
+        kind = api.replace("-", "_") if isinstance(api, str) else None
+        if kind not in _REQUEST_APIS:
+            raise UsageError(
+                "api must be one of "
+                + ", ".join(sorted(a.replace("_", "-") for a in _REQUEST_APIS))
+            )
+        try:
+            decided = RequestOutcome(outcome)
+        except ValueError:
+            raise UsageError(
+                "outcome must be one of " + ", ".join(o.value for o in RequestOutcome)
+            ) from None
+        if decided is not RequestOutcome.FORWARDED and forwarded_bytes:
+            raise UsageError(f"a {decided.value} request forwarded nothing: forwarded_bytes is 0")
+        if reason is None:
+            if decided is RequestOutcome.REFUSED:
+                raise UsageError("a refused request names the guard's reason")
+            changed = forwarded_bytes != request_bytes or any(
+                (offloaded, reused, compacted, screened, bytes_kept_out)
+            )
+            reason = (
+                Reason.REWRITE_ERROR
+                if decided is RequestOutcome.FAILED
+                else Reason.REWRITTEN
+                if changed
+                else Reason.UNCHANGED
+            )
+        try:
+            why = Reason(reason)
+        except ValueError:
+            raise UsageError("reason must be a cargohold Reason code") from None
+        return record(
+            self._reporter,
+            Operation.REQUEST,
+            decided,
+            ContentKind.REQUEST,
+            why,
+            observed_bytes=request_bytes,
+            limit_bytes=self._shared.settings.heavy_threshold,
+            ref=None,
+            context_bytes=forwarded_bytes,
+            estimated_tokens=tokens_kept_out,
+            cleared=compacted,
+            kind=kind,
+            kept_out_bytes=bytes_kept_out,
+            offloaded=offloaded,
+            reused=reused,
+            screened=screened,
+        )
 
     def _slide(self, answer: _Answer) -> _Answer:
         """With ``sliding_ttl``, a resolved read keeps its artifact alive for the TTL again.

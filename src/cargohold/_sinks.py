@@ -12,7 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from cargohold._events import DecisionEvent, GuardOutcome, OffloadOutcome, Operation
+from cargohold._events import (
+    DecisionEvent,
+    GuardOutcome,
+    OffloadOutcome,
+    Operation,
+    RequestOutcome,
+)
 
 
 class ListSink:
@@ -129,9 +135,16 @@ _UNCHECKED = GuardOutcome.CONTEXT_WINDOW_UNCHECKED
 
 @dataclass(slots=True)
 class RunSummary:
-    """Aggregates a run's decisions: counts by outcome, bytes and tokens kept out of context.
+    """Aggregates a run's decisions: counts by outcome, bytes and tokens kept out of context,
+    and, behind the gateway, what each request kept out.
 
     Use it as a sink; read it at the end of the run (:meth:`as_dict`, :meth:`lines`).
+
+    The request figures count ``request`` events (one per request through the gateway): a
+    forwarded request's bytes and tokens kept out (its replaced parts, a stub reused from an
+    earlier turn counting again on each turn it keeps its bytes out), summed and the largest
+    one; a refused or failed request is counted, but it kept nothing out of a context it never
+    reached.
     """
 
     decisions: Counter[str] = field(default_factory=Counter)
@@ -140,6 +153,18 @@ class RunSummary:
     tokens_offloaded: int = 0
     recovered_bytes: int = 0
     guard_failures: int = 0
+    requests: int = 0
+    """Requests through the gateway (``request`` events), whatever their outcome."""
+    requests_forwarded: int = 0
+    request_bytes: int = 0
+    """The forwarded requests' bytes as their clients sent them."""
+    forwarded_bytes: int = 0
+    """The forwarded requests' bytes as they were sent on."""
+    request_bytes_kept_out: int = 0
+    request_tokens_kept_out: int = 0
+    largest_request_bytes_kept_out: int = 0
+    largest_request_tokens_kept_out: int = 0
+    """The estimated tokens kept out of the one request that kept out the most bytes."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def emit(self, event: DecisionEvent) -> None:
@@ -154,6 +179,23 @@ class RunSummary:
                 self.recovered_bytes += event.context_bytes
             elif event.operation is Operation.GUARD and event.outcome is not _UNCHECKED:
                 self.guard_failures += 1  # an unchecked window is reported, but it let the call go
+            elif event.operation is Operation.REQUEST:
+                self._count_request(event)
+
+    def _count_request(self, event: DecisionEvent) -> None:
+        # Its parts' own offload events are counted above; this adds the per-request view,
+        # never into the decision totals (a reused stub makes no offload event).
+        self.requests += 1
+        if event.outcome is not RequestOutcome.FORWARDED:
+            return
+        self.requests_forwarded += 1
+        self.request_bytes += event.observed_bytes
+        self.forwarded_bytes += event.context_bytes
+        self.request_bytes_kept_out += event.kept_out_bytes
+        self.request_tokens_kept_out += event.estimated_tokens
+        if event.kept_out_bytes > self.largest_request_bytes_kept_out:
+            self.largest_request_bytes_kept_out = event.kept_out_bytes
+            self.largest_request_tokens_kept_out = event.estimated_tokens
 
     @property
     def bytes_kept_out(self) -> int:
@@ -170,15 +212,33 @@ class RunSummary:
             "estimated_tokens_kept_out": self.tokens_offloaded,
             "recovered_bytes": self.recovered_bytes,
             "guard_failures": self.guard_failures,
+            "requests": self.requests,
+            "requests_forwarded": self.requests_forwarded,
+            "request_bytes": self.request_bytes,
+            "forwarded_bytes": self.forwarded_bytes,
+            "request_bytes_kept_out": self.request_bytes_kept_out,
+            "request_tokens_kept_out": self.request_tokens_kept_out,
+            "largest_request_bytes_kept_out": self.largest_request_bytes_kept_out,
+            "largest_request_tokens_kept_out": self.largest_request_tokens_kept_out,
         }
 
     def lines(self) -> list[str]:
         """A short human-readable summary."""
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.decisions.items())) or "none"
-        return [
+        lines = [
             f"decisions: {counts}",
             f"kept out of context: {self.bytes_kept_out:,} bytes "
             f"(about {self.tokens_offloaded:,} tokens) behind {self.context_bytes_instead:,} "
             "bytes of stubs",
             f"recovered on request: {self.recovered_bytes:,} bytes",
         ]
+        if self.requests:
+            lines.append(
+                f"gateway requests: {self.requests:,} ({self.requests_forwarded:,} forwarded), "
+                f"{self.request_bytes:,} bytes in, {self.forwarded_bytes:,} forwarded; kept "
+                f"out {self.request_bytes_kept_out:,} bytes (about "
+                f"{self.request_tokens_kept_out:,} tokens), at most "
+                f"{self.largest_request_bytes_kept_out:,} bytes (about "
+                f"{self.largest_request_tokens_kept_out:,} tokens) of one request"
+            )
+        return lines

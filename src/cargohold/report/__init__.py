@@ -10,6 +10,7 @@ text, so neither does the report.
 from cargohold.report._model import (
     AgentFigures,
     ArtifactFigures,
+    RequestFigures,
     RunReport,
     Stop,
     ToolFigures,
@@ -21,6 +22,7 @@ __all__ = [
     "SECTIONS",
     "AgentFigures",
     "ArtifactFigures",
+    "RequestFigures",
     "RunReport",
     "Stop",
     "ToolFigures",

@@ -38,6 +38,9 @@ MAX_TOOLS = 200
 
 _OFFLOADED = {"offloaded", "existing_reference", "bypass"}
 _REFUSED = {"rejected", "failed"}
+_APIS = {"anthropic", "openai_chat", "openai_responses"}
+"""The APIs a request event names (its ``kind``); anything else is shown as ``?``."""
+_REQUEST_OUTCOMES = {"forwarded", "refused", "failed"}
 _GUARD_PASS = {"llm.context_window_unchecked"}
 """The one guard outcome that let the request through (sent without a window check)."""
 
@@ -132,8 +135,48 @@ class Stop:
 
 
 @dataclass(slots=True)
+class RequestFigures:
+    """The gateway's requests, as their ``request`` events count them (one per request).
+
+    Bytes and tokens kept out are those of forwarded requests (a refused or failed one never
+    reached a context); a stub reused from an earlier turn counts on every turn it kept its
+    bytes out of a request.
+    """
+
+    requests: int = 0
+    by_outcome: dict[str, int] = field(default_factory=dict)
+    by_api: dict[str, int] = field(default_factory=dict)
+    forwarded: int = 0
+    request_bytes: int = 0
+    """The forwarded requests' bytes as their clients sent them."""
+    forwarded_bytes: int = 0
+    """The forwarded requests' bytes as they were sent on."""
+    kept_out_bytes: int = 0
+    kept_out_tokens: int = 0
+    largest_kept_out_bytes: int = 0
+    """The most bytes one forwarded request kept out."""
+    largest_kept_out_tokens: int = 0
+    """The estimated tokens kept out of the request that kept out the most bytes."""
+    offloaded: int = 0
+    reused: int = 0
+    compacted: int = 0
+    screened: int = 0
+
+    @property
+    def kept_out_bytes_per_request(self) -> int:
+        """The forwarded requests' bytes kept out, on average (rounded down)."""
+        return self.kept_out_bytes // self.forwarded if self.forwarded else 0
+
+    @property
+    def kept_out_tokens_per_request(self) -> int:
+        """The forwarded requests' estimated tokens kept out, on average (rounded down)."""
+        return self.kept_out_tokens // self.forwarded if self.forwarded else 0
+
+
+@dataclass(slots=True)
 class RunReport:
-    """The report of one events log: totals, tools, agents, read-backs, stops, artifacts."""
+    """The report of one events log: totals, tools, agents, read-backs, stops, artifacts,
+    and the gateway's requests when the log holds any."""
 
     events: int = 0
     skipped: int = 0
@@ -153,6 +196,13 @@ class RunReport:
     largest: list[ArtifactFigures] = field(default_factory=list)
     first_sequence: int = 0
     last_sequence: int = 0
+    requests: RequestFigures = field(default_factory=RequestFigures)
+    run_filtered: bool = False
+    """Only one run's events are reported (``build_report(..., run=...)``)."""
+    other_runs: int = 0
+    """Events of other runs (other sessions) left out."""
+    untagged: int = 0
+    """Events without a run tag (written before events carried one) left out."""
 
     @property
     def kept_out_bytes(self) -> int:
@@ -160,12 +210,35 @@ class RunReport:
         return max(0, self.observed_bytes - self.context_bytes)
 
 
-def build_report(events: Iterable[Mapping[str, Any]], *, skipped: int = 0) -> RunReport:
+def build_report(
+    events: Iterable[Mapping[str, Any]], *, skipped: int = 0, run: str | None = None
+) -> RunReport:
     """Aggregate decision events (``DecisionEvent.as_dict()`` or a JSON line of the events log)
     into a :class:`RunReport`. Two passes over the list of events at most; never a row per
-    event in the result."""
+    event in the result.
+
+    Args:
+        events: The events.
+        skipped: Lines of the log that were not events (reported as such).
+        run: Only the events carrying this run tag (``run_tag`` of one scope's store key and
+            owner, as ``cargohold report --session S`` computes it); the others are counted
+            as left out, those of other runs apart from those with no tag at all (written
+            before events carried one).
+    """
     rows = [event for event in events if isinstance(event, Mapping)]
-    report = RunReport(events=len(rows), skipped=skipped)
+    report = RunReport(skipped=skipped, run_filtered=run is not None)
+    if run is not None:
+        mine = []
+        for event in rows:
+            tag = event.get("run")
+            if tag == run:
+                mine.append(event)
+            elif isinstance(tag, str) and tag:
+                report.other_runs += 1
+            else:
+                report.untagged += 1
+        rows = mine
+    report.events = len(rows)
     if not rows:
         return report
     sequences = [_count(event.get("sequence")) for event in rows]
@@ -244,6 +317,8 @@ def build_report(events: Iterable[Mapping[str, Any]], *, skipped: int = 0) -> Ru
                 read.reads += 1
                 read.read_bytes += context if outcome == "resolved" else 0
                 read.read_outcomes[outcome] = read.read_outcomes.get(outcome, 0) + 1
+        elif operation == "request":
+            _count_request(report.requests, event, outcome, observed, context, tokens)
         if (
             (operation == "offload" and outcome in _REFUSED)
             or (operation == "guard" and outcome not in _GUARD_PASS)
@@ -278,6 +353,38 @@ def build_report(events: Iterable[Mapping[str, Any]], *, skipped: int = 0) -> Ru
     report.stops = sorted(stops.values(), key=lambda s: (s.operation, -s.count, s.reason))
     report.largest = sorted(artifacts.values(), key=lambda a: (-a.size, a.ref))[:TOP_ARTIFACTS]
     return report
+
+
+def _count_request(
+    figures: RequestFigures,
+    event: Mapping[str, Any],
+    outcome: str,
+    observed: int,
+    context: int,
+    tokens: int,
+) -> None:
+    """One request event into the request figures (the kept-out figures: forwarded only)."""
+    figures.requests += 1
+    outcome = outcome if outcome in _REQUEST_OUTCOMES else "?"  # bounded: an edited log
+    figures.by_outcome[outcome] = figures.by_outcome.get(outcome, 0) + 1
+    api = event.get("kind")
+    api = api if api in _APIS else "?"
+    figures.by_api[api] = figures.by_api.get(api, 0) + 1
+    if outcome != "forwarded":
+        return
+    kept = _count(event.get("kept_out_bytes"))
+    figures.forwarded += 1
+    figures.request_bytes += observed
+    figures.forwarded_bytes += context
+    figures.kept_out_bytes += kept
+    figures.kept_out_tokens += tokens
+    if kept > figures.largest_kept_out_bytes:
+        figures.largest_kept_out_bytes = kept
+        figures.largest_kept_out_tokens = tokens
+    figures.offloaded += _count(event.get("offloaded"))
+    figures.reused += _count(event.get("reused"))
+    figures.compacted += _count(event.get("cleared"))
+    figures.screened += _count(event.get("screened"))
 
 
 def _tree_order(agents: list[AgentFigures]) -> list[AgentFigures]:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 SECTIONS = ("totals", "tools", "agents", "read-backs", "stops", "artifacts")
 """The page's section ids, in order (a test checks each is drawn)."""
+REQUESTS_SECTION = "requests"
+"""The id of the gateway's requests section, drawn after ``totals`` only when the events
+hold request events (a log of a run without the gateway draws the page as before)."""
 
 
 def _short(ref: str) -> str:
@@ -58,6 +61,29 @@ def _kind_of(artifact: ArtifactFigures) -> str:
     """What the artifact is (``json``, ``log``...), as its offload event named it; an older
     log's events name none, and then its content kind (``tool_result``...) stands."""
     return artifact.kind or artifact.content_kind
+
+
+def _left_out(report: RunReport) -> str:
+    """What a report of one run (``--session``) left out, as a clause; empty otherwise. It
+    names no session: the page holds no owner."""
+    if not report.run_filtered:
+        return ""
+    return (
+        f" of this session; {report.other_runs:,} of other sessions and {report.untagged:,}"
+        " without a run tag (written before events carried one) left out"
+    )
+
+
+def _request_counts(report: RunReport) -> str:
+    r = report.requests
+    outcomes = ", ".join(f"{_e(k)} {v:,}" for k, v in sorted(r.by_outcome.items()))
+    apis = ", ".join(f"{_e(k)} {v:,}" for k, v in sorted(r.by_api.items()))
+    return (
+        f"{outcomes}; by API: {apis}. Forwarded: {_human(r.request_bytes)} sent by the "
+        f"clients, {_human(r.forwarded_bytes)} sent on; parts offloaded {r.offloaded:,}, "
+        f"stubs reused {r.reused:,}, results compacted {r.compacted:,}, screened "
+        f"{r.screened:,}"
+    )
 
 
 def _cmd(command: str) -> str:
@@ -129,7 +155,8 @@ def render_html(
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="muted">{report.events:,} decision event{"" if report.events == 1 else "s"}'
-        " (sequence "
+        + _left_out(report)
+        + " (sequence "
         f"{report.first_sequence:,} to {report.last_sequence:,})"
         + (f", {report.skipped:,} lines skipped" if report.skipped else "")
         + f". Every row: {_cmd('cargohold events')}.</p>",
@@ -144,6 +171,23 @@ def render_html(
         f'<div class="card">read back on purpose<b>{_human(report.read_back_bytes)}</b></div>',
         f'</div><p class="muted">decisions: {ops or "none"}</p></section>',
     ]
+    req = report.requests
+    if req.requests:
+        p += [
+            f'<section id="{REQUESTS_SECTION}"><h2>Gateway requests: what each kept out</h2>'
+            '<div class="cards">',
+            f'<div class="card">requests<b>{req.requests:,}</b>'
+            f'<span class="muted">{req.forwarded:,} forwarded</span></div>',
+            f'<div class="card">kept out per request<b>{_human(req.kept_out_bytes_per_request)}'
+            f'</b><span class="muted">about {req.kept_out_tokens_per_request:,} tokens</span>'
+            "</div>",
+            f'<div class="card">the most from one<b>{_human(req.largest_kept_out_bytes)}</b>'
+            f'<span class="muted">about {req.largest_kept_out_tokens:,} tokens</span></div>',
+            f'<div class="card">kept out in all<b>{_human(req.kept_out_bytes)}</b>'
+            f'<span class="muted">about {req.kept_out_tokens:,} tokens</span></div>',
+            f'</div><p class="muted">{_request_counts(report)}. '
+            f"{_cmd('cargohold events --json')}</p></section>",
+        ]
     whole = max((t.observed_bytes for t in report.tools), default=1)
     p.append(
         '<section id="tools"><h2>Bytes per tool, against what entered the context</h2>'
@@ -246,6 +290,23 @@ def render_terminal(report: RunReport, console: Console) -> None:
         f"{_human(report.read_back_bytes)} read back on purpose."
         + (f" ({report.skipped:,} lines skipped: not events)" if report.skipped else "")
     )
+    if report.run_filtered:
+        console.print(f"These are the events{_left_out(report)}.")
+    req = report.requests
+    if req.requests:
+        requests = Table(title="gateway requests: what each kept out")
+        for name in ("requests", "forwarded", "kept out per request", "the most from one"):
+            requests.add_column(name, justify="right")
+        requests.add_column("kept out in all", justify="right")
+        requests.add_row(
+            f"{req.requests:,}",
+            f"{req.forwarded:,}",
+            f"{_human(req.kept_out_bytes_per_request)} (~{req.kept_out_tokens_per_request:,} tok)",
+            f"{_human(req.largest_kept_out_bytes)} (~{req.largest_kept_out_tokens:,} tok)",
+            f"{_human(req.kept_out_bytes)} (~{req.kept_out_tokens:,} tok)",
+        )
+        console.print(requests)
+        console.print(escape(html.unescape(_request_counts(report))))
     tools = Table(title="bytes per tool (█ returned, against the largest)")
     for name in ("tool", "results", "returned", "entered", "", "offloaded", "inline", "refused"):
         tools.add_column(name, justify="left" if name in ("tool", "") else "right")
