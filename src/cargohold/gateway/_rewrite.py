@@ -289,15 +289,23 @@ class Rewriter:
         """The text that takes a heavy attachment's place under ``ref`` or ``tool:<name>``:
         the earlier turn's when its artifact still reads back, else the disposition carried
         out (its bytes stored with their media type, the hold's scope, TTL and events).
-        ``None`` when it is not base64 (left as it is: the guard decides)."""
+        ``None`` when it is not base64 (left as it is: the guard decides).
+
+        Looked up by the SHA-256 of the base64 as the request carries it (its media type
+        beside it), a cheaper key than decoding first (about 0.6 ms a MiB against 5): the same
+        string always decodes to the same bytes, and the entry still holds their reference,
+        looked up again as any stub's is.
+        """
+        kind = f"attachment {disposition}"
+        carried = attachment.encoded.encode("ascii")
+        key = self._key(hold, kind, attachment.tool, attachment.media_type, carried)
+        cached = self._cached(hold, key, counts)
+        if cached is not None:
+            return cached
         decoded = attachment.decoded()
         if decoded is None:
             return None
         data, media_type = decoded
-        key = self._key(hold, f"attachment {disposition}", attachment.tool, media_type, data)
-        cached = self._cached(hold, key, counts)
-        if cached is not None:
-            return cached
         done = dispose(
             Attachment(data, media_type=media_type, hint=disposition, tool=attachment.tool),
             format=provider.name,
