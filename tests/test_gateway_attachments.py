@@ -53,6 +53,7 @@ class Rig:
     hold: cargohold.Hold
     events: cargohold.ListSink
     url: str
+    app: Any
 
     def post(self, path: str, request: dict[str, Any]) -> tuple[bytes, httpx.Response]:
         """Send ``request`` as compact JSON; the bytes sent and the gateway's answer."""
@@ -105,9 +106,10 @@ def rig(config: str | None = None, tmp_path: Path | None = None) -> Iterator[Rig
             config_file=config_file,
         ) as hold,
         serve(fake.app()) as fake_url,
-        serve(build_app(hold, GatewayConfig(upstream=fake_url))) as url,
     ):
-        yield Rig(fake, hold, events, url)
+        app = build_app(hold, GatewayConfig(upstream=fake_url))
+        with serve(app) as url:
+            yield Rig(fake, hold, events, url, app)
 
 
 @pytest.fixture
@@ -437,7 +439,48 @@ def test_the_second_turn_extends_the_first_byte_for_byte_and_stores_nothing_agai
     for before, after in itertools.pairwise(bodies):
         assert before.endswith(b"]}")
         assert after.startswith(before[:-2] + b",")
-    assert len(gw.offloads()) == 1
+    [event] = gw.offloads()
+    totals = gw.app.state.rewriter.totals
+    assert (totals.counts.offloaded, totals.counts.reused) == (1, 2)
+    assert totals.counts.bytes_kept_out == 3 * len(b64(png()))
+    assert totals.counts.tokens_kept_out == 3 * event.estimated_tokens
+
+
+def test_a_restarted_gateway_on_the_same_store_forwards_the_same_attachment_stub() -> None:
+    fake = FakeProvider()
+    request = {"model": "claude-fake", "max_tokens": 8, "messages": [screenshot_message(png())]}
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw") as hold,
+        serve(fake.app()) as upstream,
+    ):
+        for _ in range(2):  # each a new gateway: its map of stubs starts empty
+            with serve(build_app(hold, GatewayConfig(upstream=upstream))) as url:
+                assert httpx.post(url + "/v1/messages", json=request).status_code == 200
+
+    first, second = (r.body for r in fake.received)
+    assert first == second
+    assert REF.search(first.decode())
+
+
+def test_an_attachment_at_the_threshold_is_stored_and_one_byte_of_base64_under_it_passes(
+    gw: Rig,
+) -> None:
+    at = png(24_576)  # 32,768 characters of base64: the 32 KiB threshold exactly
+    under = anthropic_image(png(24_576, seed=3))
+    under["source"]["data"] = under["source"]["data"][:-4]  # 32,764 characters: valid, lighter
+    assert len(b64(at)) == 32_768
+    request = {
+        "model": "claude-fake",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": [anthropic_image(at), under]}],
+    }
+
+    _, answer = gw.post("/v1/messages", request)
+
+    assert answer.status_code == 200
+    stored, passed = gw.fake.received[-1].json()["messages"][0]["content"]
+    assert_attachment_stub(gw, stored["text"], at, "image/png")
+    assert passed == under
 
 
 def test_a_heavy_attachment_that_is_not_base64_is_left_for_the_guard(gw: Rig) -> None:
