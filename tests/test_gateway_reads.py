@@ -1,0 +1,440 @@
+"""Mode (b): the gateway adds the read tools and runs them itself, for clients that cannot add
+tools. The official SDKs talk to the gateway; a scripted fake provider (tests/gateway_fixtures.py)
+plays a model that greps the stub's artifact, then answers with what it read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from tests.gateway_fixtures import FakeProvider, serve
+
+import cargohold
+from cargohold.gateway import SESSION_HEADER, GatewayConfig, build_app
+
+KEY = "sk-test-not-a-real-key"
+REF = re.compile(r"artifact://sha256/[0-9a-f]{64}")
+READ_TOOLS = {
+    "artifact_read",
+    "artifact_read_lines",
+    "artifact_grep",
+    "artifact_query",
+    "artifact_info",
+    "artifact_search",
+}
+NEEDLE = "worker 1234 failed: disk full"
+
+
+def heavy_log() -> str:
+    """About 170 KB of log lines with one line the model greps for."""
+    lines = [f"2026-12-01T10:{i % 60:02d}:00Z INFO worker {i} done\n" for i in range(3000)]
+    lines[1234] = f"2026-12-01T10:34:00Z ERROR {NEEDLE}\n"
+    return "".join(lines)
+
+
+@dataclass
+class Rig:
+    fake: FakeProvider
+    hold: cargohold.Hold
+    events: cargohold.ListSink
+    url: str
+
+    def anthropic(self) -> anthropic.Anthropic:
+        return anthropic.Anthropic(api_key=KEY, base_url=self.url, max_retries=0)
+
+    def openai(self) -> openai.OpenAI:
+        return openai.OpenAI(api_key=KEY, base_url=self.url + "/v1", max_retries=0)
+
+    def tool_names(self, index: int) -> set[str]:
+        tools = self.fake.received[index].json().get("tools") or []
+        return {t.get("name") or t.get("function", {}).get("name") for t in tools}
+
+
+@contextmanager
+def rig(*, rounds: int = 4, read_tools: bool = True) -> Iterator[Rig]:
+    fake = FakeProvider()
+    events = cargohold.ListSink()
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw", sinks=[events]) as hold,
+        serve(fake.app()) as fake_url,
+    ):
+        config = GatewayConfig(upstream=fake_url, read_tools=read_tools, read_rounds=rounds)
+        with serve(build_app(hold, config)) as url:
+            yield Rig(fake, hold, events, url)
+
+
+@pytest.fixture
+def gw() -> Iterator[Rig]:
+    with rig() as value:
+        yield value
+
+
+def anthropic_history(result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "why did the job fail?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"c": "x"}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result}],
+        },
+    ]
+
+
+def chat_history(result: str) -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "why did the job fail?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": result},
+    ]
+
+
+def responses_input(result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "why did the job fail?"},
+        {"type": "function_call", "call_id": "call_1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": result},
+    ]
+
+
+def grep_arguments(payload: dict[str, Any]) -> str:
+    """The model's grep of the artifact its history's stub names."""
+    ref = REF.findall(json.dumps(payload))[0]
+    return json.dumps({"ref": ref, "pattern": "ERROR"})
+
+
+# The scripted model: with a read tool's result last in its history, it answers with that
+# result's text (so the test sees exactly what the read returned); else it greps the artifact.
+
+
+def anthropic_model(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    last = payload["messages"][-1]["content"]
+    if isinstance(last, list) and last and last[0].get("tool_use_id") == "toolu_read":
+        return [{"type": "text", "text": "READ:" + last[0]["content"]}]
+    return [
+        {"type": "text", "text": "Let me look. "},
+        {
+            "type": "tool_use",
+            "id": "toolu_read",
+            "name": "artifact_grep",
+            "input": json.loads(grep_arguments(payload)),
+        },
+    ]
+
+
+def chat_model(payload: dict[str, Any]) -> dict[str, Any]:
+    last = payload["messages"][-1]
+    if last.get("role") == "tool" and last.get("tool_call_id") == "call_read":
+        return {"role": "assistant", "content": "READ:" + last["content"]}
+    call = {
+        "id": "call_read",
+        "type": "function",
+        "function": {"name": "artifact_grep", "arguments": grep_arguments(payload)},
+    }
+    return {"role": "assistant", "content": "Let me look. ", "tool_calls": [call]}
+
+
+def responses_model(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    last = payload["input"][-1]
+    if last.get("type") == "function_call_output" and last.get("call_id") == "call_read":
+        return [_responses_message("READ:" + last["output"])]
+    return [
+        _responses_message("Let me look. "),
+        {
+            "type": "function_call",
+            "id": "fc_read",
+            "call_id": "call_read",
+            "name": "artifact_grep",
+            "arguments": grep_arguments(payload),
+            "status": "completed",
+        },
+    ]
+
+
+def _responses_message(text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": "msg_" + str(len(text)),
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def assert_read_the_exact_lines(text: str) -> None:
+    """The final answer quotes the grep's answer: the one matching line, as stored."""
+    assert text.startswith("Let me look. READ:")
+    assert f"ERROR {NEEDLE}" in text
+    assert "INFO worker" not in text  # a grep's answer, not the body
+
+
+# -- one read round, then the final answer, for each API, whole and streamed -------------------
+
+
+def test_anthropic_answer_calling_only_a_read_tool_is_run_and_only_the_final_answer_returns(
+    gw: Rig,
+) -> None:
+    gw.fake.anthropic_reply = anthropic_model
+    message = gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=100, messages=anthropic_history(heavy_log())
+    )
+
+    assert [block.type for block in message.content] == ["text", "text"]
+    assert_read_the_exact_lines("".join(b.text for b in message.content if b.type == "text"))
+    assert message.stop_reason == "end_turn"
+    assert len(gw.fake.received) == 2
+    assert gw.tool_names(0) >= READ_TOOLS
+    follow_up = gw.fake.received[1].json()["messages"]
+    assert follow_up[-2]["content"][-1]["name"] == "artifact_grep"
+    assert follow_up[-1]["content"][0]["tool_use_id"] == "toolu_read"
+
+
+def test_anthropic_stream_of_two_rounds_reaches_the_sdk_as_one_answer(gw: Rig) -> None:
+    gw.fake.anthropic_reply = anthropic_model
+    with gw.anthropic().messages.stream(
+        model="claude-fake", max_tokens=100, messages=anthropic_history(heavy_log())
+    ) as stream:
+        message = stream.get_final_message()
+
+    assert [block.type for block in message.content] == ["text", "text"]
+    assert_read_the_exact_lines("".join(b.text for b in message.content if b.type == "text"))
+    assert message.stop_reason == "end_turn"
+    assert len(gw.fake.received) == 2
+
+
+def test_chat_answer_calling_only_a_read_tool_is_run_and_only_the_final_answer_returns(
+    gw: Rig,
+) -> None:
+    gw.fake.chat_reply = chat_model
+    completion = gw.openai().chat.completions.create(
+        model="gpt-fake", messages=chat_history(heavy_log())
+    )
+
+    choice = completion.choices[0]
+    assert choice.message.tool_calls is None
+    assert choice.finish_reason == "stop"
+    assert_read_the_exact_lines(choice.message.content or "")
+    assert len(gw.fake.received) == 2
+    assert gw.tool_names(0) >= READ_TOOLS
+    assert gw.fake.received[1].json()["messages"][-1]["tool_call_id"] == "call_read"
+
+
+def test_chat_stream_of_two_rounds_reaches_the_async_sdk_as_one_answer(gw: Rig) -> None:
+    gw.fake.chat_reply = chat_model
+
+    async def run() -> tuple[str, list[str | None], int]:
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=gw.url + "/v1", max_retries=0)
+        async with client:
+            stream = await client.chat.completions.create(
+                model="gpt-fake", messages=chat_history(heavy_log()), stream=True
+            )
+            text, reasons, calls = [], [], 0
+            async for chunk in stream:
+                delta = chunk.choices[0].delta
+                text.append(delta.content or "")
+                calls += len(delta.tool_calls or [])
+                reasons.append(chunk.choices[0].finish_reason)
+            return "".join(text), reasons, calls
+
+    text, reasons, calls = asyncio.run(run())
+    assert_read_the_exact_lines(text)
+    assert calls == 0  # the read-tool call never reached the client
+    assert [r for r in reasons if r is not None] == ["stop"]
+    assert len(gw.fake.received) == 2
+
+
+def test_responses_answer_calling_only_a_read_tool_is_run_and_only_the_final_answer_returns(
+    gw: Rig,
+) -> None:
+    gw.fake.responses_reply = responses_model
+    response = gw.openai().responses.create(model="gpt-fake", input=responses_input(heavy_log()))
+
+    assert [item.type for item in response.output] == ["message", "message"]
+    assert_read_the_exact_lines(response.output_text)
+    assert len(gw.fake.received) == 2
+    assert gw.tool_names(0) >= READ_TOOLS
+    assert gw.fake.received[1].json()["input"][-1]["call_id"] == "call_read"
+
+
+def test_responses_stream_of_two_rounds_is_renumbered_into_one_answer(gw: Rig) -> None:
+    gw.fake.responses_reply = responses_model
+    with gw.openai().responses.stream(
+        model="gpt-fake", input=responses_input(heavy_log())
+    ) as stream:
+        seen = list(stream)
+        response = stream.get_final_response()
+
+    assert_read_the_exact_lines(response.output_text)
+    assert [e.sequence_number for e in seen] == list(range(len(seen)))
+    added = [e.output_index for e in seen if e.type == "response.output_item.added"]
+    assert added == [0, 1]
+    assert [e.type for e in seen].count("response.created") == 1
+    assert all(getattr(e, "item", None) is None or e.item.type != "function_call" for e in seen)
+
+
+# -- when it does not run ------------------------------------------------------------------------
+
+
+def test_a_request_without_a_reference_is_forwarded_without_the_read_tools(gw: Rig) -> None:
+    gw.fake.anthropic_reply = lambda payload: [{"type": "text", "text": "fine"}]
+    gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=10, messages=anthropic_history("a small result")
+    )
+
+    assert "tools" not in gw.fake.received[0].json()
+
+
+def test_a_client_defining_a_read_tool_itself_gets_the_model_answer_unchanged(gw: Rig) -> None:
+    gw.fake.anthropic_reply = anthropic_model
+    own = {"name": "artifact_grep", "description": "mine", "input_schema": {"type": "object"}}
+    message = gw.anthropic().messages.create(
+        model="claude-fake",
+        max_tokens=100,
+        messages=anthropic_history(heavy_log()),
+        tools=[own],  # type: ignore[list-item]
+    )
+
+    assert message.content[-1].type == "tool_use"  # the client runs its own tool
+    assert len(gw.fake.received) == 1
+    assert gw.tool_names(0) == {"artifact_grep"}
+
+
+def test_without_read_tools_configured_nothing_is_added() -> None:
+    with rig(read_tools=False) as gw:
+        gw.fake.anthropic_reply = anthropic_model
+        message = gw.anthropic().messages.create(
+            model="claude-fake", max_tokens=100, messages=anthropic_history(heavy_log())
+        )
+
+    assert message.content[-1].type == "tool_use"
+    assert "tools" not in gw.fake.received[0].json()
+
+
+def test_an_answer_calling_a_read_tool_and_a_client_tool_reaches_the_client_without_the_read(
+    gw: Rig,
+) -> None:
+    def both(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        read = anthropic_model(payload)[1]
+        own = {"type": "tool_use", "id": "toolu_own", "name": "bash", "input": {"c": "ls"}}
+        return [read, own]
+
+    gw.fake.anthropic_reply = both
+    client_tools = [{"name": "bash", "description": "shell", "input_schema": {"type": "object"}}]
+    message = gw.anthropic().messages.create(
+        model="claude-fake",
+        max_tokens=100,
+        messages=anthropic_history(heavy_log()),
+        tools=client_tools,  # type: ignore[arg-type]
+    )
+
+    assert [(b.type, getattr(b, "name", None)) for b in message.content] == [("tool_use", "bash")]
+    assert message.stop_reason == "tool_use"
+    assert len(gw.fake.received) == 1
+
+
+def test_the_rounds_are_bounded_and_the_last_is_asked_to_answer() -> None:
+    def always_reads(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        if payload.get("tool_choice") == {"type": "none"}:
+            return [{"type": "text", "text": "giving up"}]
+        block = anthropic_model({"messages": anthropic_history(json.dumps(payload))})[1]
+        return [{**block, "id": f"toolu_{len(payload['messages'])}"}]
+
+    with rig(rounds=2) as gw:
+        gw.fake.anthropic_reply = always_reads
+        message = gw.anthropic().messages.create(
+            model="claude-fake", max_tokens=100, messages=anthropic_history(heavy_log())
+        )
+
+    assert [b.type for b in message.content] == ["text"]
+    assert len(gw.fake.received) == 3
+    choices = [r.json().get("tool_choice") for r in gw.fake.received]
+    assert choices == [None, None, {"type": "none"}]
+
+
+def test_a_read_runs_in_the_sessions_scope_and_cannot_reach_another_sessions_artifact(
+    gw: Rig,
+) -> None:
+    # Session a's artifact, read from session b: the read answers that it is not b's.
+    first = gw.anthropic().with_options(default_headers={SESSION_HEADER: "a"})
+    gw.fake.anthropic_reply = lambda payload: [{"type": "text", "text": "ok"}]
+    first.messages.create(
+        model="claude-fake", max_tokens=10, messages=anthropic_history(heavy_log())
+    )
+    ref = REF.findall(gw.fake.received[0].body.decode())[0]
+
+    def read_a(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        last = payload["messages"][-1]["content"]
+        if isinstance(last, list) and last and last[0].get("tool_use_id") == "toolu_read":
+            return [{"type": "text", "text": "READ:" + last[0]["content"]}]
+        call = {"ref": ref, "pattern": "ERROR"}
+        return [{"type": "tool_use", "id": "toolu_read", "name": "artifact_grep", "input": call}]
+
+    gw.fake.anthropic_reply = read_a
+    second = gw.anthropic().with_options(default_headers={SESSION_HEADER: "b"})
+    other = heavy_log().replace("INFO", "DEBUG")
+    message = second.messages.create(
+        model="claude-fake", max_tokens=10, messages=anthropic_history(other)
+    )
+
+    text = "".join(b.text for b in message.content if b.type == "text")
+    assert text.startswith("READ:")
+    assert NEEDLE not in text
+    reads = [e for e in gw.events.events if e.operation == "rehydrate"]
+    assert [e.outcome for e in reads] == ["unauthorized"]
+
+
+def test_count_tokens_counts_the_request_with_the_read_tools(gw: Rig) -> None:
+    gw.anthropic().messages.count_tokens(
+        model="claude-fake", messages=anthropic_history(heavy_log())
+    )
+
+    assert gw.tool_names(0) >= READ_TOOLS
+    assert len(gw.fake.received) == 1
+
+
+def test_an_upstream_error_on_a_later_round_reaches_the_client_in_the_provider_shape(
+    gw: Rig,
+) -> None:
+    def fail_second(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        gw.fake.fail_with = 529  # the next request, the follow-up, is answered with an error
+        return anthropic_model(payload)
+
+    gw.fake.anthropic_reply = fail_second
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        gw.anthropic().messages.create(
+            model="claude-fake", max_tokens=100, messages=anthropic_history(heavy_log())
+        )
+
+    assert caught.value.status_code == 529
+    gw.fake.fail_with = None
+    gw.fake.anthropic_reply = lambda payload: [{"type": "text", "text": "next"}]
+    after = gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=10, messages=anthropic_history(heavy_log())
+    )
+    assert after.content[0].type == "text"
+
+
+def test_an_upstream_error_mid_stream_raises_in_the_sdk(gw: Rig) -> None:
+    def fail_second(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        gw.fake.fail_with = 500
+        return anthropic_model(payload)
+
+    gw.fake.anthropic_reply = fail_second
+    with (
+        pytest.raises(anthropic.APIStatusError),
+        gw.anthropic().messages.stream(
+            model="claude-fake", max_tokens=100, messages=anthropic_history(heavy_log())
+        ) as stream,
+    ):
+        stream.get_final_message()
