@@ -24,6 +24,14 @@ from cargohold.cli._context import get_app
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report as one self-contained HTML page here.",
 )
+@click.option(
+    "--session",
+    "session",
+    metavar="S",
+    help="Only the events of session S (in the tenant and user of the global --tenant and "
+    "--user options), found by the run tag events carry, computed with the store's key: give "
+    "the store the run used (--store).",
+)
 @click.option("--open", "open_page", is_flag=True, help="Open the page in a browser.")
 @click.option(
     "--serve",
@@ -36,7 +44,13 @@ from cargohold.cli._context import get_app
     help="Serve the page on 127.0.0.1 (port 8765 by default), rebuilt from the log on every "
     "load and reloaded by the browser every 5 s, while a run goes on. Ctrl-C stops it.",
 )
-def report(log_file: Path | None, out: Path | None, open_page: bool, port: int | None) -> None:
+def report(
+    log_file: Path | None,
+    out: Path | None,
+    session: str | None,
+    open_page: bool,
+    port: int | None,
+) -> None:
     """Show where the context went: bytes per tool against what entered the context, the agent
     tree as a timeline, read-backs, refusals, guard stops and compactions, the largest artifacts.
 
@@ -44,10 +58,16 @@ def report(log_file: Path | None, out: Path | None, open_page: bool, port: int |
     text). Without --html it prints rich tables; with it, it writes one page that needs no
     network and prints its path.
 
+    With --session S, only that session's events: each event carries an opaque run tag of its
+    scope (an HMAC under the store's secret key), which the report computes again for S; the
+    events of other sessions, and those written before events carried a tag, are counted as
+    left out. The page never names the session.
+
     \b
     Examples:
       cargohold report
       cargohold report --events run.jsonl --html report.html --open
+      cargohold --store postgresql://db/cargo --user ana report --session run-7
       cargohold report --serve --open
     """
     from rich.console import Console
@@ -56,11 +76,13 @@ def report(log_file: Path | None, out: Path | None, open_page: bool, port: int |
     from cargohold.report import build_report, render_html, render_terminal
 
     path = log_file or get_app().events_path
+    run = None if session is None else _run_of(session)
     if port is not None:
 
         def page() -> str:
             log = _load_events(path, named=log_file is not None)
-            return render_html(build_report(log.events, skipped=log.skipped), refresh=5)
+            built = build_report(log.events, skipped=log.skipped, run=run)
+            return render_html(built, refresh=5)
 
         page()  # a log that cannot be read fails now, not on the first load
 
@@ -73,7 +95,7 @@ def report(log_file: Path | None, out: Path | None, open_page: bool, port: int |
         serve_report(page, port=port, ready=ready)
         return
     log = _load_events(path, named=log_file is not None)
-    built = build_report(log.events, skipped=log.skipped)
+    built = build_report(log.events, skipped=log.skipped, run=run)
     if out is None:
         if open_page:
             raise click.UsageError("--open needs --html OUT or --serve")
@@ -90,6 +112,22 @@ def report(log_file: Path | None, out: Path | None, open_page: bool, port: int |
     click.echo(str(out))
     if open_page:
         webbrowser.open(out.resolve().as_uri())
+
+
+def _run_of(session: str) -> str:
+    """The run tag of ``session`` in the command line's tenant and user, under the key of the
+    store the command line names (opened for its key alone)."""
+    from cargohold._errors import InvalidScopeError
+    from cargohold._events import run_tag
+    from cargohold._scope import Scope, check_part
+
+    try:
+        check_part("session", session, required=True)  # name the option, never the value
+    except InvalidScopeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--session") from None
+    app = get_app()
+    settings = app.settings
+    return run_tag(app.store.marker_key(), Scope(settings.tenant, settings.user, session))
 
 
 def serve_report(
