@@ -5,6 +5,7 @@ inside a tool result, through the official SDKs to the scripted fake provider
 from __future__ import annotations
 
 import base64
+import copy
 import itertools
 import json
 import random
@@ -19,10 +20,14 @@ import anthropic
 import httpx
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.gateway_fixtures import FakeProvider, serve
 
 import cargohold
-from cargohold.gateway import GatewayConfig, build_app
+from cargohold.gateway import GatewayConfig, Rewriter, build_app
+from cargohold.gateway._anthropic import ANTHROPIC
+from cargohold.guard import ContextLeakError
 
 REF = re.compile(r"artifact://sha256/[0-9a-f]{64}")
 MARKER = "[cargohold]"
@@ -499,3 +504,65 @@ def test_a_heavy_attachment_that_is_not_base64_is_left_for_the_guard(gw: Rig) ->
     assert "base64" in answer.json()["error"]["message"]
     assert gw.fake.received == []
     assert gw.offloads() == []
+
+
+# -- properties: any parts, never a crash; the same request, the same rewrite --------------------
+
+_PARTS = st.one_of(
+    st.builds(
+        lambda n, seed: anthropic_image(png(n, seed)),
+        st.sampled_from([100, 30_000]),
+        st.integers(0, 3),
+    ),
+    st.builds(
+        lambda n: {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "%" * n},
+        },
+        st.sampled_from([10, 40_000]),
+    ),
+    st.builds(
+        lambda url: {"type": "image", "source": {"type": "url", "url": url}},
+        st.just("https://example.com/a.png"),
+    ),
+    st.builds(lambda text: {"type": "text", "text": text}, st.text(max_size=20)),
+    st.dictionaries(
+        st.sampled_from(["type", "source", "data"]),
+        st.one_of(st.none(), st.integers(), st.text(max_size=5)),
+    ),
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(_PARTS, max_size=4), in_result=st.booleans())
+def test_any_attachment_parts_rewrite_the_same_every_time_or_are_refused_by_the_guard(
+    parts: list[Any], in_result: bool
+) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": parts}]
+    if in_result:
+        messages = tool_result_history({"type": "text", "text": "x"})
+        messages[2]["content"][0]["content"] = parts
+    request = {"model": "claude-fake", "max_tokens": 8, "messages": messages}
+    with cargohold.open("memory://", tenant="t", user="u", session="p") as hold:
+        rewriter = Rewriter()
+        outcomes = []
+        for _ in range(2):
+            try:
+                forwarded, _counts = rewriter.rewrite(hold, ANTHROPIC, copy.deepcopy(request))
+            except ContextLeakError as leak:  # only a payload that is not base64, never a crash
+                places = {finding.where for finding in leak.findings}
+                outcomes.append(("refused", f"{places} {leak}"))
+            else:
+                outcomes.append(("forwarded", json.dumps(forwarded)))
+    assert outcomes[0] == outcomes[1]
+    if outcomes[0][0] == "refused":
+        assert outcomes[0][1].startswith("{'attachment'}")
+        assert "not valid base64" in outcomes[0][1]
+    else:
+        assert "%" * 40_000 not in outcomes[0][1]
+        light = [p for p in parts if len(json.dumps(p)) < 32_768]
+        sent = json.loads(outcomes[0][1])["messages"][-1]["content"]
+        if in_result:
+            sent = sent[0]["content"]
+        if isinstance(sent, list):
+            assert all(part in sent for part in light)
