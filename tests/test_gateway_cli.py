@@ -197,3 +197,54 @@ def test_gateway_refuses_a_port_out_of_range(tmp_path: Path, port: str) -> None:
         timeout=60,
     )
     assert done.returncode != 0
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_gateway_command_with_read_tools_runs_the_models_read_and_returns_its_answer(
+    tmp_path: Path, how: str
+) -> None:
+    fake = FakeProvider()
+    heavy = "".join(f"line {i} of a long build log\n" for i in range(4000))
+
+    def model(payload: dict[str, object]) -> list[dict[str, object]]:
+        messages = payload["messages"]
+        assert isinstance(messages, list)
+        last = messages[-1]["content"]
+        if isinstance(last, list) and last[0].get("tool_use_id") == "toolu_read":
+            return [{"type": "text", "text": "READ:" + last[0]["content"]}]
+        ref = re.findall(r"artifact://sha256/[0-9a-f]{64}", json.dumps(payload))[0]
+        grep = {"ref": ref, "pattern": "^line 3999 "}
+        return [{"type": "tool_use", "id": "toolu_read", "name": "artifact_grep", "input": grep}]
+
+    fake.anthropic_reply = model
+    env = child_env(tmp_path)
+    args = ["gateway", "--port", "0"]
+    if how == "flag":
+        args.append("--read-tools")
+    else:
+        env["CARGOHOLD_GATEWAY_READ_TOOLS"] = "true"
+    with serve(fake.app()) as upstream:
+        env["CARGOHOLD_GATEWAY_UPSTREAM"] = upstream
+        with gateway_process(cli(tmp_path / "store", "gw-reads", *args), env) as (url, _):
+            client = anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0)
+            message = client.messages.create(
+                model="claude-fake",
+                max_tokens=8,
+                messages=[
+                    {"role": "user", "content": "go"},
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}],
+                    },
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": heavy}],
+                    },
+                ],
+            )
+            client.close()
+
+    text = "".join(block.text for block in message.content if block.type == "text")
+    assert "line 3999 of a long build log" in text
+    assert "line 3998 " not in text
+    assert len(fake.received) == 2

@@ -38,7 +38,7 @@ named by ``CARGOHOLD_CONFIG``. Keys (and their variables)::
     compaction_exclude_tools = ["memory"]   compaction_clear_tool_inputs = false
                                                   CARGOHOLD_COMPACTION_TRIGGER_TOKENS ...
     gateway_upstream = "https://api.anthropic.com"   gateway_port = 8787   gateway_compact = false
-                                   (cargohold gateway)  CARGOHOLD_GATEWAY_UPSTREAM ...
+    gateway_read_tools = false     (cargohold gateway)  CARGOHOLD_GATEWAY_UPSTREAM ...
 """
 
 from __future__ import annotations
@@ -346,6 +346,7 @@ _SCHEMA: dict[str, tuple[_Check, Any]] = {
     "gateway_upstream": (_text, None),
     "gateway_port": (_positive(_integer, most=65535), 8787),
     "gateway_compact": (_boolean, False),
+    "gateway_read_tools": (_boolean, False),
 }
 """Every configuration key: its check (which also converts environment text) and its default.
 
@@ -421,6 +422,8 @@ class Settings:
             provider's own API).
         gateway_port: The port ``cargohold gateway`` listens on (loopback).
         gateway_compact: Whether ``cargohold gateway`` compacts each request.
+        gateway_read_tools: Whether ``cargohold gateway`` adds the read tools to a request
+            that holds a reference and runs them itself (for clients that cannot add tools).
         source: Which file was read, if any (for ``--help``-style diagnostics only).
     """
 
@@ -453,6 +456,7 @@ class Settings:
     gateway_upstream: str | None = None
     gateway_port: int = 8787
     gateway_compact: bool = False
+    gateway_read_tools: bool = False
     blobs: str | None = dataclasses.field(default=None, repr=False)
     blobs_threshold: int = 64 * 1024
     source: Path | None = None
@@ -712,6 +716,7 @@ def load_settings(
         gateway_upstream=model["gateway_upstream"] or None,
         gateway_port=model["gateway_port"],
         gateway_compact=model["gateway_compact"],
+        gateway_read_tools=model["gateway_read_tools"],
         blobs=model["blobs"],
         blobs_threshold=model["blobs_threshold"],
         source=source,

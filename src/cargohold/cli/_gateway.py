@@ -41,6 +41,19 @@ _DEFAULT_PORT = 8787
     help="Run lossless compaction on each request (gateway_compact; off by default).",
 )
 @click.option(
+    "--read-tools/--no-read-tools",
+    default=None,
+    help="Add the read tools to requests that hold a cargohold reference, and run the model's "
+    "calls of them here, for clients that cannot add tools (gateway_read_tools; off by default).",
+)
+@click.option(
+    "--read-rounds",
+    type=click.IntRange(1, 32),
+    default=4,
+    show_default=True,
+    help="With --read-tools: the most rounds of read calls for one request; the last must answer.",
+)
+@click.option(
     "--tool-results",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -59,6 +72,8 @@ def gateway(
     port: int | None,
     host: str,
     compact: bool | None,
+    read_tools: bool | None,
+    read_rounds: int,
     tool_results: Path | None,
     timeout: float,
 ) -> None:
@@ -84,6 +99,8 @@ def gateway(
     config = GatewayConfig(
         upstream=upstream or settings.gateway_upstream,
         compact=settings.gateway_compact if compact is None else compact,
+        read_tools=settings.gateway_read_tools if read_tools is None else read_tools,
+        read_rounds=read_rounds,
         tool_results=DEFAULT_FOLDER if tool_results is None else tool_results,
         timeout=timeout,
     )
