@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -60,6 +61,20 @@ substring selector per chrome word took ten times that)."""
 _WORDS = re.compile(r"[a-z]+")
 _BLOCKS = "p, li, h1, h2, h3, h4, h5, h6, pre, blockquote, dd, dt, figcaption, caption, td, th, div"
 """Blocks whose innermost ones are the paragraphs (a ``div`` of text alone is one, too)."""
+_WHOLE_MAX = 2 * 1024 * 1024
+"""Largest page parsed whole. Lexbor's DOM takes about nine times the page, and its parse and
+walks most of a projection's time: a larger page is read in bounded parts instead."""
+_HEAD = 256 * 1024
+"""Bytes parsed from the start of a larger page (title, outline, text from the start), at most a
+sixteenth of it."""
+_TAIL = 128 * 1024
+"""Bytes parsed from the end of a larger page (the text's end)."""
+_SAMPLES = 32
+_SAMPLE_BYTES = 16 * 1024
+"""Windows spread over a larger page whose tags are counted, and their size."""
+_GOLDEN = (5**0.5 - 1) / 2
+_TAG = re.compile(rb"<([A-Za-z][A-Za-z0-9-]*)")
+_LINK = re.compile(rb"<a\s(?:[^>]*?\s)?href\s*=", re.IGNORECASE)
 _SEARCH_WINDOW = 256 * 1024
 """Bytes searched, from the last paragraph found, for a paragraph shown exactly as the body
 has it."""
@@ -106,12 +121,34 @@ def _own_text(node: Any) -> str:
     return " ".join("".join(parts).split())
 
 
+def _holds(node: Any, other: Any, root: Any) -> bool:
+    """Whether ``other`` lies inside ``node`` (nodes under ``root``, compared by identity)."""
+    target = node.mem_id
+    stop = root.mem_id
+    parent = other.parent
+    while parent is not None:
+        at = parent.mem_id
+        if at == target:
+            return True
+        if at == stop:
+            return False
+        parent = parent.parent
+    return False
+
+
 def _paragraphs(root: Any, limit: int) -> list[str]:
     """The text of the block elements under ``root``, in document order: an innermost block's
-    whole text; a block that holds others, its own text only (if it has a few words)."""
+    whole text; a block that holds others, its own text only (if it has a few words).
+
+    A block holds others exactly when the next block in document order lies inside it (its
+    first descendant block comes right after it): one walk up from that block, where asking
+    each block for the blocks it holds made Python nodes of a wrapper's whole subtree.
+    """
     out: list[str] = []
-    for node in root.css(_BLOCKS):
-        if len(node.css(_BLOCKS)) > 1:  # matches itself, and the blocks it holds
+    blocks = root.css(_BLOCKS)
+    for index, node in enumerate(blocks):
+        following = blocks[index + 1] if index + 1 < len(blocks) else None
+        if following is not None and _holds(node, following, root):
             text = _own_text(node)
             if len(text.split()) < _OWN_WORDS:
                 continue
@@ -124,8 +161,28 @@ def _paragraphs(root: Any, limit: int) -> list[str]:
     return out
 
 
-def project_html(data: bytes, detection: Detection, budget: int) -> str:
-    """A preview of an HTML page within ``budget`` bytes."""
+@dataclass(slots=True)
+class _Page:
+    """What a parse of (part of) a page shows: counts, title, outline, text."""
+
+    elements: Counter[str]
+    links: int
+    title: str
+    lang: str | None
+    characters: int
+    end_text: str
+    headings: list[tuple[int, str]]
+    heading_counts: dict[int, int]
+    source: str
+    paragraphs: list[str]
+
+
+def _read(data: bytes, *, ending_only: bool = False) -> _Page:
+    """Parse ``data`` whole (lexbor's DOM: about nine times its size) and read the page.
+
+    With ``ending_only``, only the counts and the text's end are read (the last part of a page
+    too large to parse whole).
+    """
     tree = LexborHTMLParser(data)
     elements = Counter(map(attrgetter("tag"), tree.css("*")))
     links = len(tree.css("a[href]"))
@@ -153,11 +210,14 @@ def project_html(data: bytes, detection: Detection, budget: int) -> str:
     ending = [shown for shown in (" ".join(line.split()) for line in last_lines) if shown]
     end_text = " / ".join(ending[-40:])[-300:]
     del text
+    page = _Page(elements, links, title, lang, characters, end_text, [], {}, "", [])
+    if ending_only:
+        return page
     left = tree.css("h1, h2, h3, h4, h5, h6")  # those left once chrome and hidden parts went
     levels = Counter(int(str(node.tag)[1]) for node in left)
     headings = [(int(str(node.tag)[1]), _text(node)) for node in left if str(node.tag) < "h4"]
-    headings = [(level, text) for level, text in headings if text][:_HEADINGS_KEPT]
-    heading_counts = {level: levels.get(level, 0) for level in range(1, 7)}
+    page.headings = [(level, text) for level, text in headings if text][:_HEADINGS_KEPT]
+    page.heading_counts = {level: levels.get(level, 0) for level in range(1, 7)}
 
     tables = tree.css("table")
     table_text = _paragraphs(tables[0], 80) if len(tables) == 1 else []
@@ -175,29 +235,129 @@ def project_html(data: bytes, detection: Detection, budget: int) -> str:
         source, paragraphs = "body, outside tables", _paragraphs(body, 80)
     if not paragraphs:
         source, paragraphs = "tables", table_text
+    page.source, page.paragraphs = source, paragraphs
+    return page
 
+
+@dataclass(frozen=True, slots=True)
+class _Estimate:
+    """The figures of a page too large to parse whole, and how they were found."""
+
+    size: int
+    head: int
+    tail: int
+    elements: int
+    links: int
+    characters: int
+
+
+def _about(value: float) -> str:
+    """An estimated count: exact below 100, else rounded to three significant digits."""
+    count = round(value)
+    if count < 100:
+        return f"{count:,}"
+    step = 10 ** (len(str(count)) - 3)
+    return f"{round(count / step) * step:,}"
+
+
+def _sampled_tags(data: bytes) -> tuple[int, int, int]:
+    """Start tags and links counted in the markup of ``_SAMPLES`` windows spread over the page
+    (a tag cut by a window's edge is missed), and the bytes the windows cover. The windows
+    start at a low-discrepancy sequence's points (multiples of the golden ratio, modulo 1), not
+    at even steps, which would hit the same place of every repeat of a repetitive page."""
+    tags = links = scanned = 0
+    room = max(0, len(data) - _SAMPLE_BYTES)
+    for index in range(_SAMPLES):
+        start = int(room * ((index * _GOLDEN) % 1.0))
+        end = min(len(data), start + _SAMPLE_BYTES)
+        tags += len(_TAG.findall(data, start, end))
+        links += len(_LINK.findall(data, start, end))
+        scanned += end - start
+    return tags, links, scanned
+
+
+def project_html(data: bytes, detection: Detection, budget: int) -> str:
+    """A preview of an HTML page within ``budget`` bytes.
+
+    A page of up to ``_WHOLE_MAX`` bytes is parsed whole. A larger one is read in bounded
+    parts, so memory and time stay bounded whatever its size: its first ``_HEAD`` bytes give the
+    counts shown exactly, the title, the outline and the text from the start, its last
+    ``_TAIL`` the text's end; the whole page's elements, links and visible characters are
+    estimated (tags counted in windows spread over it, text scaled from the two parts), and the
+    preview says so.
+    """
+    if len(data) <= _WHOLE_MAX:
+        return _render(data, _read(data), budget, None)
+    # A sixteenth of the page at most: a DOM takes up to twenty times markup dense with tags.
+    head = min(_HEAD, len(data) // 16)
+    head_end = data.rfind(b"<", 0, head)
+    head_end = head_end if head_end > 0 else head
+    page = _read(data[:head_end])
+    tail_start = data.find(b"<", len(data) - _TAIL)
+    tail_start = tail_start if tail_start >= 0 else len(data) - _TAIL
+    ending = _read(data[tail_start:], ending_only=True)
+    tags, links, scanned = _sampled_tags(data)
+    scale = len(data) / max(1, scanned)
+    read = head_end + len(data) - tail_start
+    estimate = _Estimate(
+        size=len(data),
+        head=head_end,
+        tail=len(data) - tail_start,
+        elements=round(tags * scale),
+        links=round(links * scale),
+        characters=round((page.characters + ending.characters) * len(data) / read),
+    )
+    page.end_text = ending.end_text
+    return _render(data, page, budget, estimate)
+
+
+def _render(data: bytes, page: _Page, budget: int, estimate: _Estimate | None) -> str:
+    """The preview of a page read whole (``estimate`` is ``None``) or in parts."""
+    elements = page.elements
     out = Builder(budget)
+    end_text = page.end_text
     tail = [f"text ends with: ...{clip(end_text, 300)}" if end_text else "text ends: (no text)"]
     reserve = sum(len(t.encode()) + 1 for t in tail)
     finder = _Finder(data)
     counts = (
-        f"{links:,} links, {elements.get('form', 0):,} forms, {elements.get('table', 0):,} tables, "
-        f"{elements.get('img', 0):,} images, {elements.get('script', 0):,} scripts; "
-        f"{sum(elements.values()):,} elements; {characters:,} characters of visible text"
+        f"{page.links:,} links, {elements.get('form', 0):,} forms, "
+        f"{elements.get('table', 0):,} tables, {elements.get('img', 0):,} images, "
+        f"{elements.get('script', 0):,} scripts; {sum(elements.values()):,} elements; "
+        f"{page.characters:,} characters of visible text"
     )
-    out.add_cut(f"html{f' (lang {lang})' if lang else ''}: {counts}", reserve=reserve)
+    lang = f" (lang {page.lang})" if page.lang else ""
+    part = ""
+    if estimate is None:
+        out.add_cut(f"html{lang}: {counts}", reserve=reserve)
+    else:
+        part = f" in the first {estimate.head:,} bytes"
+        out.add_cut(
+            f"html{lang}: {estimate.size:,} bytes, too large to parse whole: about "
+            f"{_about(estimate.elements)} elements, about {_about(estimate.links)} links, about "
+            f"{_about(estimate.characters)} characters of visible text (estimated: tags counted "
+            f"in {_SAMPLES} windows of {_SAMPLE_BYTES:,} bytes spread over the page, text scaled "
+            "from its first and last parts)",
+            reserve=reserve,
+        )
+        out.add_cut(
+            f"in its first {estimate.head:,} bytes (read for the title, headings, outline and "
+            f"text below; the text's end is read from its last {estimate.tail:,}): {counts}",
+            reserve=reserve,
+        )
+    title = page.title
     if title:
         at = finder.find(title)
         label = "title" if at is None else f"title (byte {at:,})"
         out.add_cut(f"{label}: {clip(title, 200)}", reserve=reserve)
     else:
-        out.add("title: (none)", reserve=reserve)
-    listed = ", ".join(f"h{k} {n:,}" for k, n in sorted(heading_counts.items()) if n)
+        out.add(f"title{part}: (none)", reserve=reserve)
+    listed = ", ".join(f"h{k} {n:,}" for k, n in sorted(page.heading_counts.items()) if n)
     if listed:
-        out.add_cut(f"headings: {listed}", reserve=reserve)
+        out.add_cut(f"headings{part}: {listed}", reserve=reserve)
     outline_room = max(0, out.room - reserve) // 3
+    headings = page.headings
     if headings:
-        out.add("outline (h1-h3):", reserve=reserve)
+        out.add(f"outline (h1-h3){part}:", reserve=reserve)
         spent = 0
         shown = 0
         for level, text in headings:
@@ -209,14 +369,14 @@ def project_html(data: bytes, detection: Detection, budget: int) -> str:
             shown += 1
         if shown < len(headings):
             out.add(f"  ... +{len(headings) - shown:,} more headings", reserve=reserve)
-    if paragraphs:
+    if page.paragraphs:
         out.add(
-            f"text ({source}, from the start; this text and its end below are taken out of the "
-            "markup: a paragraph is the body's own text only where its byte offset is named):",
+            f"text ({page.source}, from the start; this text and its end below are taken out of "
+            "the markup: a paragraph is the body's own text only where its byte offset is named):",
             reserve=reserve,
         )
         finder.reset()
-        for paragraph in paragraphs:
+        for paragraph in page.paragraphs:
             found = finder.find(paragraph)
             if found is not None:
                 if not out.add_quote(f"  at byte {found:,}", paragraph, reserve=reserve):

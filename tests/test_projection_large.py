@@ -1,0 +1,123 @@
+"""HTML and JSON bodies far above a page's usual size are projected in bounded memory (issue 27:
+an offload's peak memory at most 3x its body), and their previews say which figures are estimated.
+
+Peak memory is tracemalloc's (Python's allocations, and lexbor's, which allocates through
+Python's raw allocator), over one projection of a body of about 6 MiB: past the size an HTML page
+is parsed whole and a JSON document read as Python values, so a whole DOM (about nine times the
+page) or a whole tree of Python values (ten to twenty times the document) stands out.
+"""
+
+from __future__ import annotations
+
+import re
+import tracemalloc
+
+from cargohold import Budget, ProjectionClass, Ref, render_stub
+from cargohold.projection import detect, project
+
+SIZE = 6 * 1024 * 1024
+BUDGET = 8 * 1024
+
+
+def _peak(data: bytes, media_type: str) -> int:
+    found = detect(data, media_type=media_type)
+    project(data[:4096], media_type=media_type, budget=BUDGET)  # imports, first-use set-up
+    tracemalloc.start()
+    try:
+        project(data, media_type=media_type, budget=BUDGET, detection=found)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+
+def _section(number: int) -> str:
+    return (
+        f"<section><h2>Chapter {number}</h2>"
+        f"<p>Chapter {number} opens with a paragraph long enough to be found in the page, "
+        f"and a <a href='/chapter/{number}'>link to it</a> among its words.</p>"
+        f"<h3>Notes on chapter {number}</h3><ul><li>First note of chapter {number}</li>"
+        f"<li>Second note, with an <img src='/{number}.png' alt='figure'> image</li></ul>"
+        f"<table><tr><th>key</th><td>value {number}</td></tr></table></section>\n"
+    )
+
+
+def _large_page(size: int = SIZE) -> bytes:
+    head = (
+        "<!doctype html><html lang='en'><head><title>The long report of the year</title>"
+        "<script>var script_text_never_shown = 1;</script></head><body>"
+        "<nav><a href='/'>Home</a></nav><main><h1>The long report</h1>\n"
+    )
+    end = "<p>The report closes with these very last words.</p></main></body></html>\n"
+    parts = [head]
+    total = len(head) + len(end)
+    number = 0
+    while total < size:
+        number += 1
+        section = _section(number)
+        parts.append(section)
+        total += len(section)
+    parts.append(end)
+    return "".join(parts).encode()
+
+
+def _about(line: str, what: str) -> int:
+    found = re.search(rf"about ([\d,]+) {what}", line)
+    assert found is not None, what
+    return int(found.group(1).replace(",", ""))
+
+
+def test_a_page_too_large_to_parse_whole_is_projected_within_its_own_size_in_memory() -> None:
+    data = _large_page()
+
+    peak = _peak(data, "text/html")
+
+    assert peak < len(data)
+
+
+def test_a_page_too_large_to_parse_whole_says_its_whole_page_figures_are_estimates() -> None:
+    data = _large_page()
+    elements = len(re.findall(rb"<[A-Za-z]", data)) + 1  # and lexbor's implied <tbody>s
+    elements += data.count(b"<table>")
+    links = data.count(b"<a href=")
+
+    projection = project(data, media_type="text/html", budget=BUDGET)
+
+    assert projection.kind == "html"
+    assert projection.classification is ProjectionClass.COMPRESSIBLE
+    lines = projection.preview.splitlines()
+    assert lines[0].startswith(f"html (lang en): {len(data):,} bytes, too large to parse whole")
+    assert "estimated" in lines[0]
+    # Estimates of a regular page: within a tenth of the counts in its markup.
+    assert abs(_about(lines[0], "elements") - elements) < elements / 10
+    assert abs(_about(lines[0], "links") - links) < links / 10
+    assert lines[1].startswith("in its first ")
+    assert "title (byte " in projection.preview
+    assert "  h2 Chapter 1\n" in projection.preview
+    assert lines[-1].startswith("text ends with: ...")
+    assert lines[-1].endswith(" / The report closes with these very last words.")
+    assert "script_text_never_shown" not in projection.preview
+
+
+def test_paragraphs_of_a_large_page_are_quoted_at_their_own_byte_offsets() -> None:
+    data = _large_page()
+
+    preview = project(data, media_type="text/html", budget=Budget.MAX).preview
+
+    quoted = re.findall(r"^  at byte ([\d,]+): (.+)$", preview, re.M)
+    assert len(quoted) >= 3
+    for at, text in quoted:
+        start = int(at.replace(",", ""))
+        assert data[start : start + len(text.encode())] == text.encode()
+
+
+def test_a_large_page_stub_stays_within_its_budget_at_every_budget() -> None:
+    data = _large_page(3 * 1024 * 1024)
+
+    for budget in Budget:
+        stub = render_stub(data, Ref.of(data), media_type="text/html", budget=budget)
+
+        assert len(stub.text.encode()) <= budget
+        assert stub.projection.kind == "html"
