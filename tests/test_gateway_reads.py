@@ -5,6 +5,7 @@ plays a model that greps the stub's artifact, then answers with what it read."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 from tests.gateway_fixtures import FakeProvider, serve
@@ -438,3 +440,30 @@ def test_an_upstream_error_mid_stream_raises_in_the_sdk(gw: Rig) -> None:
         ) as stream,
     ):
         stream.get_final_message()
+
+
+def test_with_read_tools_each_turns_request_extends_the_previous_byte_for_byte(gw: Rig) -> None:
+    # The tools join the request once its history holds a reference (turn 0 here), just
+    # before the conversation, so every later turn's forwarded body extends the one before.
+    gw.fake.anthropic_reply = lambda payload: [{"type": "text", "text": "ok"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    bodies: list[bytes] = []
+    for turn in range(12):
+        call = {"type": "tool_use", "id": f"toolu_{turn}", "name": "bash", "input": {"n": turn}}
+        messages.append({"role": "assistant", "content": [call]})
+        result = heavy_log().replace("done", f"done-{turn}") if turn % 3 == 0 else f"ok {turn}"
+        block = {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": result}
+        messages.append({"role": "user", "content": [block]})
+        request = {"model": "claude-fake", "max_tokens": 64, "messages": messages}
+        answer = httpx.post(
+            gw.url + "/v1/messages",
+            content=json.dumps(request, separators=(",", ":")),
+            headers={"x-api-key": KEY, "content-type": "application/json"},
+        )
+        assert answer.status_code == 200
+        bodies.append(gw.fake.received[-1].body)
+
+    assert all(gw.tool_names(i) >= READ_TOOLS for i in range(len(bodies)))
+    for before, after in itertools.pairwise(bodies):
+        assert before.endswith(b"]}")
+        assert after.startswith(before[:-2] + b",")

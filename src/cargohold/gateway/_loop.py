@@ -177,6 +177,20 @@ class Result:
     is_error: bool
 
 
+def _with_tools(request: dict[str, Any], tools: list[Any], conversation: str) -> dict[str, Any]:
+    """``request`` with ``tools`` after the client's own. A request without tools gets them
+    just before its conversation, so the conversation stays the end of the body and each turn's
+    request is still a byte prefix of the next one's."""
+    if "tools" in request or conversation not in request:
+        return {**request, "tools": [*_tools(request), *tools]}
+    out: dict[str, Any] = {}
+    for key, value in request.items():
+        if key == conversation:
+            out["tools"] = tools
+        out[key] = value
+    return out
+
+
 def _tools(request: Mapping[str, Any]) -> list[Any]:
     tools = request.get("tools")
     return list(tools) if isinstance(tools, list) else []
@@ -321,7 +335,7 @@ class _Anthropic:
         return {str(t.get("name")) for t in _tools(request) if isinstance(t, dict)}
 
     def with_tools(self, request: dict[str, Any]) -> dict[str, Any]:
-        return {**request, "tools": [*_tools(request), *(s.anthropic() for s in READ_TOOLS)]}
+        return _with_tools(request, [s.anthropic() for s in READ_TOOLS], "messages")
 
     def last_round(self, request: dict[str, Any]) -> dict[str, Any]:
         return {**request, "tool_choice": {"type": "none"}}
@@ -555,7 +569,7 @@ class _Chat:
         return names
 
     def with_tools(self, request: dict[str, Any]) -> dict[str, Any]:
-        return {**request, "tools": [*_tools(request), *(s.openai() for s in READ_TOOLS)]}
+        return _with_tools(request, [s.openai() for s in READ_TOOLS], "messages")
 
     def last_round(self, request: dict[str, Any]) -> dict[str, Any]:
         return {**request, "tool_choice": "none"}
@@ -753,10 +767,7 @@ class _Responses:
         }
 
     def with_tools(self, request: dict[str, Any]) -> dict[str, Any]:
-        return {
-            **request,
-            "tools": [*_tools(request), *(s.openai_responses() for s in READ_TOOLS)],
-        }
+        return _with_tools(request, [s.openai_responses() for s in READ_TOOLS], "input")
 
     def last_round(self, request: dict[str, Any]) -> dict[str, Any]:
         return {**request, "tool_choice": "none"}
