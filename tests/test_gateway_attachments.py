@@ -4,6 +4,7 @@ inside a tool result, through the official SDKs to the scripted fake provider
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import itertools
@@ -157,6 +158,19 @@ def tool_result_history(image: dict[str, Any], tool: str = "screenshot") -> list
     ]
 
 
+def read_tool_back(rig: Rig, ref: str, size: int) -> bytes:
+    """The artifact's bytes as the model gets them: ``artifact_read``'s recovered segment,
+    whose text between its marker lines is the base64 of the range."""
+    from cargohold.mcp._readtools import call_read_tool
+
+    read = {"ref": ref, "offset": 0, "length": size, "budget": 1024 * 1024}
+    answer = asyncio.run(call_read_tool(rig.hold, "artifact_read", read))
+    assert answer.structured_content is not None
+    assert answer.structured_content["encoding"] == "base64"
+    segment = answer.structured_content["text"]
+    return base64.b64decode(segment.split("\n", 1)[1].rsplit("\n", 1)[0])
+
+
 def assert_attachment_stub(rig: Rig, text: str, data: bytes, media_type: str) -> str:
     """``text`` is a stub of ``data`` as an attachment of ``media_type``; returns its ref."""
     assert text.startswith(MARKER)
@@ -189,6 +203,7 @@ def test_a_heavy_pasted_screenshot_is_forwarded_as_a_stub_that_reads_back_byte_e
     [event] = gw.offloads()
     assert (event.outcome, str(event.ref)) == ("offloaded", ref)
     assert b64(data).encode() not in gw.fake.received[-1].body
+    assert read_tool_back(gw, ref, len(data)) == data
 
 
 def test_a_heavy_image_inside_a_tool_result_is_stored_as_the_image_not_as_json(gw: Rig) -> None:
