@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tests.gateway_fixtures import FakeProvider, serve
 
 import cargohold
-from cargohold.gateway import GatewayConfig, Rewriter, build_app
+from cargohold.gateway import SESSION_HEADER, GatewayConfig, Rewriter, build_app
 from cargohold.gateway._anthropic import ANTHROPIC
 from cargohold.guard import ContextLeakError
 
@@ -326,7 +326,21 @@ def test_a_small_image_passes_byte_for_byte(gw: Rig) -> None:
     assert gw.offloads() == []
 
 
-def test_an_image_by_url_passes_untouched(gw: Rig) -> None:
+def test_an_image_by_url_passes_byte_for_byte(gw: Rig) -> None:
+    parts = [
+        {"type": "image_url", "image_url": {"url": "https://example.com/shot.png"}},
+        {"type": "text", "text": "and this one"},
+    ]
+    request = {"model": "gpt-fake", "messages": [{"role": "user", "content": parts}]}
+
+    sent, answer = gw.post("/v1/chat/completions", request)
+
+    assert answer.status_code == 200
+    assert gw.fake.received[-1].body == sent
+    assert gw.offloads() == []
+
+
+def test_a_heavy_image_by_url_is_the_guards_never_stored(gw: Rig) -> None:
     url = "https://example.com/" + "a" * 40_000 + ".png"  # long, but a URL: no bytes inline
     request = {
         "model": "gpt-fake",
@@ -341,6 +355,18 @@ def test_an_image_by_url_passes_untouched(gw: Rig) -> None:
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "context_leak"
     assert gw.offloads() == []
+
+
+def test_a_screenshot_is_stored_in_the_session_the_request_names(gw: Rig) -> None:
+    request = {"model": "claude-fake", "max_tokens": 8, "messages": [screenshot_message(png())]}
+
+    answer = httpx.post(gw.url + "/v1/messages", json=request, headers={SESSION_HEADER: "conv-a"})
+
+    assert answer.status_code == 200
+    block = gw.fake.received[-1].json()["messages"][0]["content"][1]
+    [ref] = set(REF.findall(block["text"]))
+    assert gw.hold.for_session("conv-a").read(ref, length=10).outcome == "resolved"
+    assert gw.hold.for_session("conv-b").read(ref, length=10).outcome == "unauthorized"
 
 
 # -- the other dispositions -----------------------------------------------------------------------
