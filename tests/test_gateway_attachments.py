@@ -268,6 +268,19 @@ def test_openai_chat_image_and_file_parts_are_forwarded_as_stubs(gw: Rig) -> Non
     assert_attachment_stub(gw, forwarded[2]["text"], document, "application/pdf")
 
 
+def test_openai_chat_input_audio_is_forwarded_as_a_stub_of_its_audio_type(gw: Rig) -> None:
+    sound = b"RIFF" + random.Random(5).randbytes(40_000)
+    part = {"type": "input_audio", "input_audio": {"data": b64(sound), "format": "wav"}}
+    request = {"model": "gpt-fake", "messages": [{"role": "user", "content": [part]}]}
+
+    _, answer = gw.post("/v1/chat/completions", request)
+
+    assert answer.status_code == 200
+    [forwarded] = gw.fake.received[-1].json()["messages"][0]["content"]
+    assert forwarded["type"] == "text"
+    assert_attachment_stub(gw, forwarded["text"], sound, "audio/wav")
+
+
 def test_openai_responses_image_and_file_parts_are_forwarded_as_stubs(gw: Rig) -> None:
     image, document = png(), pdf()
     items: list[Any] = [

@@ -4,8 +4,9 @@ The parts the gateway finds, in the three APIs it speaks:
 
 - Anthropic Messages: ``image`` and ``document`` blocks whose ``source.type`` is ``base64``, in
   a message's content and in a ``tool_result`` block's content;
-- Chat Completions: ``image_url`` parts whose URL is a ``data:`` URL and ``file`` parts with
-  ``file_data``, in a message's content;
+- Chat Completions: ``image_url`` parts whose URL is a ``data:`` URL, ``file`` parts with
+  ``file_data`` and ``input_audio`` parts (base64 ``data`` of a ``format``), in a message's
+  content;
 - Responses: ``input_image`` parts whose ``image_url`` is a ``data:`` URL and ``input_file``
   parts with ``file_data``, in a message's content and in a tool output's list
   (``function_call_output`` / ``custom_tool_call_output``).
@@ -158,6 +159,10 @@ def _anthropic_part(block: object) -> tuple[str, str | None] | None:
 
 def _chat_part(part: Mapping[str, Any]) -> str | None:
     kind = part.get("type")
+    if kind == "input_audio":
+        audio = part.get("input_audio")
+        data = audio.get("data") if isinstance(audio, Mapping) else None
+        return data if isinstance(data, str) else None
     if kind == "image_url":
         image = part.get("image_url")
         url = image.get("url") if isinstance(image, Mapping) else image
@@ -189,8 +194,18 @@ def _parts(content: object, payload_of: Any, *, tool: str | None, result: bool) 
             continue
         encoded = payload_of(part)
         if encoded is not None:
-            found.append(Found((index, None), encoded, None, result, tool))
+            found.append(Found((index, None), encoded, _audio_type(part), result, tool))
     return found
+
+
+_AUDIO_FORMATS = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+"""Chat Completions' ``input_audio`` formats, as media types (its bytes carry no other)."""
+
+
+def _audio_type(part: Mapping[str, Any]) -> str | None:
+    audio = part.get("input_audio") if part.get("type") == "input_audio" else None
+    kind = audio.get("format") if isinstance(audio, Mapping) else None
+    return _AUDIO_FORMATS.get(kind) if isinstance(kind, str) else None
 
 
 def replace_attachments(fmt: str, message: Any, texts: Mapping[Place, str]) -> Any:
