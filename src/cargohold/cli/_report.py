@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cargohold.cli._context import get_app
+
+if TYPE_CHECKING:
+    from cargohold.report import RunReport
+    from cargohold.store._postgres import PostgresStore
 
 
 @click.command()
@@ -61,7 +67,8 @@ def report(
     With --session S, only that session's events: each event carries an opaque run tag of its
     scope (an HMAC under the store's secret key), which the report computes again for S; the
     events of other sessions, and those written before events carried a tag, are counted as
-    left out. The page never names the session.
+    left out. The page never names the session. With a PostgreSQL store and no --events, the
+    events are read from the store's events table (what PostgresEventsSink writes).
 
     \b
     Examples:
@@ -77,12 +84,20 @@ def report(
 
     path = log_file or get_app().events_path
     run = None if session is None else _run_of(session)
+    table = None if run is None or log_file is not None else _events_table()
+
+    def load() -> RunReport:
+        if table is not None and run is not None:
+            from cargohold._sinks import read_store_events
+
+            return build_report(read_store_events(table, run), run=run)
+        log = _load_events(path, named=log_file is not None)
+        return build_report(log.events, skipped=log.skipped, run=run)
+
     if port is not None:
 
         def page() -> str:
-            log = _load_events(path, named=log_file is not None)
-            built = build_report(log.events, skipped=log.skipped, run=run)
-            return render_html(built, refresh=5)
+            return render_html(load(), refresh=5)
 
         page()  # a log that cannot be read fails now, not on the first load
 
@@ -94,8 +109,7 @@ def report(
 
         serve_report(page, port=port, ready=ready)
         return
-    log = _load_events(path, named=log_file is not None)
-    built = build_report(log.events, skipped=log.skipped, run=run)
+    built = load()
     if out is None:
         if open_page:
             raise click.UsageError("--open needs --html OUT or --serve")
@@ -112,6 +126,19 @@ def report(
     click.echo(str(out))
     if open_page:
         webbrowser.open(out.resolve().as_uri())
+
+
+def _events_table() -> PostgresStore | None:
+    """The command line's store when it is a PostgreSQL one (whose ``events`` table a
+    :class:`~cargohold.PostgresEventsSink` fills), else ``None`` (the events log is read)."""
+    store = get_app().store
+    # Loaded already when the store is PostgreSQL; never imported (psycopg) otherwise.
+    if "cargohold.store._postgres" in sys.modules:
+        from cargohold.store._postgres import PostgresStore
+
+        if isinstance(store, PostgresStore):
+            return store
+    return None
 
 
 def _run_of(session: str) -> str:
