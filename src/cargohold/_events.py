@@ -4,7 +4,9 @@ one per request).
 
 An event is categorical and privacy-safe by construction: it holds codes, byte counts, a validated
 canonical reference (or none where the outcome must not carry one) and agent correlation. It never
-holds a body, a path, an owner identity or an exception's text: there is no field that could.
+holds a body, a path, an owner identity or an exception's text: there is no field that could. Its
+run tag (:func:`run_tag`) is a pseudonym of its scope, keyed by the store's secret: equal for one
+scope's events, meaningless without the store.
 
 Reporting is best-effort through an explicitly passed :class:`Reporter`; with none, nothing is
 reported and nothing is thrown. A reporter's :meth:`Reporter.child` shares its sinks and its
@@ -351,21 +353,21 @@ class DecisionEvent:
 
     def _check_request(self) -> None:
         """A request event's own rules; its counts on any other event are 0."""
-        request = isinstance(self.outcome, RequestOutcome)
+        outcome = self.outcome
+        request = isinstance(outcome, RequestOutcome)
         if request != (self.operation is Operation.REQUEST):
             raise UsageError("a request outcome belongs to a request event, and only there")
         counts = (self.kept_out_bytes, self.offloaded, self.reused, self.screened)
         if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts):
             raise UsageError("a request's counts are non-negative integers")
-        if not request:
+        if not isinstance(outcome, RequestOutcome):
             if any(counts):
                 raise UsageError("only a request event counts parts kept out of a request")
             return
-        assert isinstance(self.outcome, RequestOutcome)  # narrowed for the type checker
         if self.ref is not None or self.content_kind is not ContentKind.REQUEST:
             raise UsageError("a request event is about the request as a whole, without a ref")
-        if self.reason not in _REQUEST_REASONS[self.outcome]:
-            raise UsageError(f"a {self.outcome.value} request event has no reason {self.reason}")
+        if self.reason not in _REQUEST_REASONS[outcome]:
+            raise UsageError(f"a {outcome.value} request event has no reason {self.reason}")
 
     def as_dict(self) -> dict[str, str | int | None]:
         """The event as plain JSON-ready data."""

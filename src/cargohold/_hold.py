@@ -333,7 +333,8 @@ class Hold:
 
         Cheap: it shares the store's connections, the worker pool, the settings and the run
         summary. With ``agent``, its events name that agent, with this hold's agent as parent
-        and one more level of depth (the sequence stays one across the tree). With
+        and one more level of depth (the sequence stays one across the tree). With another
+        ``session``, its events carry that session's run tag (see ``docs/events.md``). With
         ``compaction``, its :meth:`compact` applies that policy instead of this hold's (a
         per-agent override of the configured ``compaction_*`` settings).
         """
