@@ -3,9 +3,11 @@ kept out counted by the run summary, listed by ``cargohold events`` and drawn by
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -379,3 +381,25 @@ def test_a_bare_reporter_still_reports_a_request_event_without_a_run_tag() -> No
 
     assert memory.events == [event]
     assert event.run is None
+
+
+def test_the_async_twin_reports_the_request_off_the_event_loop() -> None:
+    class ThreadSink:
+        def __init__(self) -> None:
+            self.threads: list[str] = []
+
+        def emit(self, event: DecisionEvent) -> None:
+            self.threads.append(threading.current_thread().name)
+
+    sink = ThreadSink()
+    memory = ListSink()
+    with _hold(sink, memory) as hold:
+        event = asyncio.run(
+            hold.arecord_request(
+                api="anthropic", outcome="forwarded", request_bytes=10, forwarded_bytes=10
+            )
+        )
+
+    assert memory.events == [event]
+    assert event.reason is Reason.UNCHANGED
+    assert sink.threads[0].startswith("cargohold")  # the hold's worker pool

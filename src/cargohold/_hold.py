@@ -810,6 +810,38 @@ class Hold:
         """:meth:`guard` on the worker pool (a near-limit request may load the tokenizer)."""
         return await self.arun(self.guard, request, format=format, model=model)
 
+    async def arecord_request(
+        self,
+        *,
+        api: str,
+        outcome: RequestOutcome | str,
+        request_bytes: int,
+        forwarded_bytes: int = 0,
+        bytes_kept_out: int = 0,
+        tokens_kept_out: int = 0,
+        offloaded: int = 0,
+        reused: int = 0,
+        compacted: int = 0,
+        screened: int = 0,
+        reason: Reason | str | None = None,
+    ) -> DecisionEvent:
+        """:meth:`record_request` on the worker pool: its sinks may write a file or a database
+        row, which the event loop must not wait for."""
+        return await self.arun(
+            self.record_request,
+            api=api,
+            outcome=outcome,
+            request_bytes=request_bytes,
+            forwarded_bytes=forwarded_bytes,
+            bytes_kept_out=bytes_kept_out,
+            tokens_kept_out=tokens_kept_out,
+            offloaded=offloaded,
+            reused=reused,
+            compacted=compacted,
+            screened=screened,
+            reason=reason,
+        )
+
     async def awarmup(self) -> None:
         """:meth:`warmup` on the worker pool."""
         await self.arun(self.warmup)
