@@ -111,11 +111,18 @@ def bench_offload(root: Path, cfg: Config) -> list[Row]:
     for size, rounds in ((MiB, repeat), (BIG, 6 if not cfg.quick else 3)):
         for kind, (base, media) in _bodies(size).items():
             bound = Offloader(scoped(), budget=Budget.BALANCED)
+            sequential = Offloader(scoped(), budget=Budget.BALANCED)
+            sequential._overlap_bytes = sys.maxsize  # the put, then the stub: the old path
             plain = scoped()
             payload: dict[str, bytes] = {}
             medians = interleave(
                 _offload_cases(
-                    payload, lambda i, k=kind, b=base: _fresh(k, b, i), bound, plain, media
+                    payload,
+                    lambda i, k=kind, b=base: _fresh(k, b, i),
+                    bound,
+                    plain,
+                    media,
+                    sequential,
                 ),
                 rounds,
             )
@@ -128,6 +135,16 @@ def bench_offload(root: Path, cfg: Config) -> list[Row]:
                     "store put",
                     medians["put"],
                     _put_target(kind, size),
+                )
+            )
+            rows.append(
+                Row(
+                    "offload",
+                    f"overlapped {size_label(size)} {kind}",
+                    len(base),
+                    medians["offload"],
+                    "put, then stub",
+                    medians["sequential"],
                 )
             )
     store.close()
@@ -248,12 +265,16 @@ def _offload_cases(
     bound: Offloader,
     plain: ScopedStore,
     media: str | None,
+    sequential: Offloader,
 ) -> list[Case]:
-    """An offload and a plain put, each of fresh bytes made before it runs (untimed)."""
+    """An offload (the put overlapped with the stub), the same offload with the put first and
+    the stub after (``sequential``), and a plain put, each of fresh bytes made before it runs
+    (untimed)."""
+    names = ("offload", "sequential", "put")
 
     def prepare(case: str) -> Callable[[int], None]:
         def run(i: int) -> None:
-            payload[case] = make(i * 2 + (case == "put"))
+            payload[case] = make(i * len(names) + names.index(case))
 
         return run
 
@@ -262,6 +283,11 @@ def _offload_cases(
             "offload",
             lambda i: bound.offload(payload["offload"], media_type=media),
             prepare("offload"),
+        ),
+        Case(
+            "sequential",
+            lambda i: sequential.offload(payload["sequential"], media_type=media),
+            prepare("sequential"),
         ),
         Case("put", lambda i: plain.put(payload["put"]), prepare("put")),
     ]
