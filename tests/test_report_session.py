@@ -66,6 +66,9 @@ def test_report_session_shows_only_that_sessions_events(tmp_path: Path) -> None:
     assert "tool_of_b" not in text
     assert "older_tool" not in text
     assert "run-a" not in text  # the page never names the session
+    tags = {json.loads(line).get("run") for line in log.read_text().splitlines()}
+    assert len(tags - {None}) == 2
+    assert all(tag not in text and tag not in shown.stdout for tag in tags - {None})
     assert '<section id="requests">' in text
     assert shown.exit_code == 0, shown.output
     assert "tool_of_b" in shown.stdout
