@@ -258,6 +258,19 @@ def needs_refresh(old_expires: float, now: float, ttl: float) -> bool:
     return old_expires < now + ttl / 2
 
 
+_RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.RESTRICTED: 2}
+
+
+def higher_sensitivity(old: Sensitivity, new: Sensitivity) -> Sensitivity:
+    """The sensitivity a record keeps when the same bytes are put again: the higher one.
+
+    Bytes first stored ``internal`` and then by a ``mask`` offload as ``restricted`` must
+    become restricted (their reads and their search row masked); a later ``internal`` put
+    never lowers a restricted record.
+    """
+    return new if _RANK.get(new, 2) > _RANK.get(old, 2) else old
+
+
 def verify_range(
     read_span: Callable[[int, int], bytes],
     chunks: bytes,

@@ -78,6 +78,7 @@ from cargohold.store._core import (
     check_tenant,
     chunk_digests,
     clip_range,
+    higher_sensitivity,
     is_digest,
     is_row_int,
     needs_refresh,
@@ -671,6 +672,8 @@ class LocalStore:
         now = self._clock()
         if record.expires <= now or needs_refresh(record.expires, now, write.ttl):
             return None
+        if higher_sensitivity(record.sensitivity, write.sensitivity) is not record.sensitivity:
+            return None  # the write path raises it, and indexes the masked copy
         # A row is a promise only with its bytes behind it: a blob lost since (deleted,
         # resized, replaced by something that is not a plain file) takes the write path, which
         # stages the bytes again. One open and fstat, never a read.
@@ -705,6 +708,12 @@ class LocalStore:
                 row = db.execute(_SELECT_ONE, (*scope.owner, digest)).fetchone()
                 old = None if row is None else record_from_row(row)
                 existing = old is not None and old.expires > now
+                sensitivity = write.sensitivity
+                if old is not None and existing:
+                    sensitivity = higher_sensitivity(old.sensitivity, write.sensitivity)
+                    if sensitivity is not write.sensitivity and text is not None:
+                        # Indexed as the record's sensitivity, not this put's lower one.
+                        text = index_text(write.data, write.media_type, sensitivity)
                 if not existing:
                     objects, held = db.execute(
                         "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
@@ -758,6 +767,10 @@ class LocalStore:
                     )
                     db.execute(_UNINDEX_TEXT, (*scope.owner, digest))
                     db.execute(_UNINDEX_DOC, (*scope.owner, digest))
+                if old is not None and existing and sensitivity is not old.sensitivity:
+                    # Raised to restricted: the search row is written again from the masked copy.
+                    db.execute(_UNINDEX_TEXT, (*scope.owner, digest))
+                    db.execute(_UNINDEX_DOC, (*scope.owner, digest))
                 indexed = db.execute(_INDEXED, (*scope.owner, digest)).fetchone() is not None
                 if text is not None and not indexed:
                     # Indexed in the put's transaction: a record and its search row commit
@@ -768,7 +781,8 @@ class LocalStore:
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
                     " agent, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (tenant, user, session, digest) DO UPDATE SET"
-                    " expires = max(artifacts.expires, excluded.expires)",
+                    " expires = max(artifacts.expires, excluded.expires),"
+                    " sensitivity = excluded.sensitivity",
                     (
                         *scope.owner,
                         digest,
@@ -778,7 +792,7 @@ class LocalStore:
                         write.tool,
                         now,
                         expires,
-                        write.sensitivity.value,
+                        sensitivity.value,  # on a conflict: the higher of the two
                         int(write.complete),
                         write.classification,
                         scope.task,
@@ -795,7 +809,9 @@ class LocalStore:
                 os.close(fd)
         # The row as the upsert left it, without reading it back: a conflict only raised expires.
         if old is not None and existing:
-            record = dataclasses.replace(old, expires=max(old.expires, expires))
+            record = dataclasses.replace(
+                old, expires=max(old.expires, expires), sensitivity=sensitivity
+            )
         else:
             record = ArtifactRecord(
                 ref=write.ref,

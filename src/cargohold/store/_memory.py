@@ -26,6 +26,7 @@ from cargohold.store._core import (
     check_tenant,
     chunk_digests,
     clip_range,
+    higher_sensitivity,
     needs_refresh,
     prepare_write,
     verify_range,
@@ -99,7 +100,12 @@ class MemoryStore:
             if old is not None and live:
                 record = old
                 if needs_refresh(old.expires, now, write.ttl):
-                    record = replace(old, expires=now + write.ttl)
+                    record = replace(record, expires=now + write.ttl)
+                sensitivity = higher_sensitivity(old.sensitivity, write.sensitivity)
+                if sensitivity is not old.sensitivity:
+                    # Searched by its masked copy from now on (the index is made per search).
+                    record = replace(record, sensitivity=sensitivity)
+                if record is not old:
                     self._artifacts[key] = record
                 # A record is a promise only with its bytes: bytes lost since are put back.
                 healed = blob_key not in self._blobs

@@ -111,6 +111,7 @@ from cargohold._records import (
     PutResult,
     ReadOutcome,
     ReadResult,
+    Sensitivity,
     Usage,
 )
 from cargohold._ref import Ref
@@ -124,6 +125,7 @@ from cargohold.store._core import (
     check_tenant,
     chunk_digests,
     clip_range,
+    higher_sensitivity,
     is_digest,
     needs_refresh,
     prepare_write,
@@ -315,6 +317,10 @@ _SQL_TEMPLATES = {
     " classification = excluded.classification, task = excluded.task,"
     " worker = excluded.worker, agent = excluded.agent, parent = excluded.parent,"
     " search = excluded.search",
+    # A re-put as restricted of bytes held as internal (or public): the record is raised, and
+    # its words are those of the masked copy.
+    "raise_sensitivity": "UPDATE {s}.artifacts a SET sensitivity = %(sensitivity)s,"
+    " search = to_tsvector('simple', %(words)s) WHERE {owned} AND a.digest = %(digest)s",
     # A re-put writes the words of a record that has none (written before the search index).
     "heal_search": "UPDATE {s}.artifacts a SET search = to_tsvector('simple', %(words)s)"
     " WHERE {owned} AND a.digest = %(digest)s AND a.search IS NULL",
@@ -781,7 +787,8 @@ class PostgresStore:
             found = self._existing(conn, key, row, write)
             if found is not None:
                 if words is not None:
-                    conn.execute(self._sql.heal_search, {**key, "words": words})
+                    healed = _words_as(write, found.record.sensitivity, words)
+                    conn.execute(self._sql.heal_search, {**key, "words": healed})
                 return found
         live: ArtifactRecord | None = None
         with conn.transaction():
@@ -797,7 +804,8 @@ class PostgresStore:
                 found = self._existing(conn, key, row, write)
                 if found is not None:
                     if words is not None:
-                        conn.execute(self._sql.heal_search, {**key, "words": words})
+                        healed = _words_as(write, found.record.sensitivity, words)
+                        conn.execute(self._sql.heal_search, {**key, "words": healed})
                     return found
                 old = record_from_row(row)
                 if old.expires > now:
@@ -815,8 +823,17 @@ class PostgresStore:
                 ).fetchone()
                 if extended is not None:
                     live = dataclasses.replace(live, expires=float(extended[0]))
-                if words is not None:
-                    conn.execute(self._sql.heal_search, {**key, "words": words})
+                sensitivity = higher_sensitivity(live.sensitivity, write.sensitivity)
+                if sensitivity is not live.sensitivity:
+                    # This put's sensitivity is the higher: ``words`` are of its masked copy.
+                    conn.execute(
+                        self._sql.raise_sensitivity,
+                        {**key, "sensitivity": sensitivity.value, "words": words},
+                    )
+                    live = dataclasses.replace(live, sensitivity=sensitivity)
+                elif words is not None:
+                    healed = _words_as(write, live.sensitivity, words)
+                    conn.execute(self._sql.heal_search, {**key, "words": healed})
             else:
                 conn.execute(
                     self._sql.upsert_artifact,
@@ -883,6 +900,8 @@ class PostgresStore:
         now = self._clock()
         if record.expires <= now:
             return None  # expired: counts again toward the quota, so take the full path
+        if higher_sensitivity(record.sensitivity, write.sensitivity) is not record.sensitivity:
+            return None  # this put raises it: the full path, under the session lock
         if not backed:
             return None
         if nonce is not None and self._bucket().size(write.ref.digest, str(nonce)) != len(
@@ -1668,3 +1687,12 @@ def _cause(exc: psycopg.Error, wait: int) -> str:
         if any(needle in text for needle in needles):
             return cause
     return "the connection failed"
+
+
+def _words_as(write: PreparedWrite, sensitivity: Sensitivity, words: str) -> str | None:
+    """A body's search words as a record of ``sensitivity`` holds them: ``words`` (made at the
+    put's own sensitivity) when they agree, else made again (masked, for a restricted record
+    put again as internal)."""
+    if sensitivity is write.sensitivity:
+        return words
+    return search_words(index_text(write.data, write.media_type, sensitivity))

@@ -1637,6 +1637,38 @@ def test_a_restricted_bodys_credential_is_not_found_by_search(store: StoreBacken
     assert scoped.search(key.decode(), limit=5) == []
 
 
+def test_a_put_of_the_same_bytes_as_restricted_raises_the_records_sensitivity(
+    store: StoreBackend,
+) -> None:
+    # First put internal (a plain put), then the same bytes by a mask-policy offload: the
+    # record must become restricted, or its reads and search row stay unmasked.
+    scoped = ScopedStore(store, ALICE)
+    key = b"AKIA" + b"Q3EXAMPLEKEY7ZZZ"
+    data = b"aws key " + key + b" in config\n"
+    first = scoped.put(data)
+    again = scoped.put(data, sensitivity="restricted")
+
+    assert again.ref == first.ref
+    assert again.record.sensitivity is Sensitivity.RESTRICTED
+    assert scoped.stat(first.ref).record.sensitivity is Sensitivity.RESTRICTED
+    assert [hit.ref for hit in scoped.search("config", limit=5)] == [first.ref]
+    assert scoped.search(key.decode(), limit=5) == []
+
+
+def test_a_put_of_the_same_bytes_as_internal_never_lowers_a_restricted_record(
+    store: StoreBackend,
+) -> None:
+    scoped = ScopedStore(store, ALICE)
+    key = b"AKIA" + b"Q3EXAMPLEKEY7ZZZ"
+    data = b"aws key " + key + b" in config\n"
+    ref = scoped.put(data, sensitivity="restricted").ref
+    again = scoped.put(data, sensitivity="internal")
+
+    assert again.record.sensitivity is Sensitivity.RESTRICTED
+    assert scoped.stat(ref).record.sensitivity is Sensitivity.RESTRICTED
+    assert scoped.search(key.decode(), limit=5) == []
+
+
 def test_a_restricted_credential_across_the_index_bound_is_masked_not_cut_into_the_index(
     store: StoreBackend,
 ) -> None:
