@@ -95,6 +95,16 @@ def test_offload_threshold_option_lowers_the_bar_for_one_call(root: Path) -> Non
     assert info.budget is cargohold.Budget.LIGHT
 
 
+def test_offload_threshold_over_one_mebibyte_is_a_usage_error_before_reading_input(
+    root: Path,
+) -> None:
+    result = run(root, "offload", "-", "--threshold", str(1024 * 1024 + 1), input="x" * 20)
+
+    assert result.exit_code == ExitCode.USAGE
+    assert "1048576" in result.output
+    assert run(root, "ls", "--json").stdout.strip() == "[]"
+
+
 def test_offload_over_the_artifact_limit_is_rejected_without_the_body(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

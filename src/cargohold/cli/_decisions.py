@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from cargohold._config import MAX_THRESHOLD
 from cargohold._errors import LimitExceededError, UsageError
 from cargohold._records import MAX_READ_BYTES, Limits, ReadOutcome
 from cargohold.cli._context import get_app
@@ -240,9 +241,9 @@ def _oversized(handle: IO[bytes], limits: Limits) -> tuple[LimitExceededError, i
 )
 @click.option(
     "--threshold",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_THRESHOLD),
     metavar="BYTES",
-    help="Heavy threshold for this call (default: heavy_threshold, 32 KiB).",
+    help="Heavy threshold for this call, at most 1 MiB (default: heavy_threshold, 32 KiB).",
 )
 @click.option("--failed", is_flag=True, help="The tool call failed: never summarize its output.")
 @_JSON_OPTION
