@@ -10,10 +10,16 @@ page) or a whole tree of Python values (ten to twenty times the document) stands
 from __future__ import annotations
 
 import re
+import sys
 import tracemalloc
+
+import orjson
+import pytest
 
 from cargohold import Budget, ProjectionClass, Ref, render_stub
 from cargohold.projection import detect, project
+
+_json = sys.modules["cargohold.projection._json"]  # the package's ``_json`` is a function
 
 SIZE = 6 * 1024 * 1024
 BUDGET = 8 * 1024
@@ -121,3 +127,122 @@ def test_a_large_page_stub_stays_within_its_budget_at_every_budget() -> None:
 
         assert len(stub.text.encode()) <= budget
         assert stub.projection.kind == "html"
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+
+
+def _records(count: int) -> list[dict[str, object]]:
+    statuses = ["paid", "refunded", "open", "void"]
+    return [
+        {
+            "id": n,
+            "customer": f"c-{n * 7919 % 99991:05d}",
+            "total": n * 37 % 184500 / 100,
+            "status": statuses[n % 4],
+            "created_at": f"2026-{n % 11 + 1:02d}-{n % 28 + 1:02d}T08:14:03Z",
+        }
+        for n in range(count)
+    ]
+
+
+def _wrapped(size: int) -> bytes:
+    """``{"meta": {...}, "data": [records], "next": null}`` of about ``size`` bytes."""
+    count = size // 110
+    body = {"meta": {"page": 1, "total": count}, "data": _records(count), "next": None}
+    return orjson.dumps(body)
+
+
+def test_a_json_object_too_large_for_python_values_is_projected_without_them() -> None:
+    data = _wrapped(SIZE)
+
+    peak = _peak(data, "application/json")
+
+    assert peak < len(data)
+
+
+def test_a_json_array_of_a_mebibyte_is_projected_within_its_own_size_in_memory() -> None:
+    data = orjson.dumps(_records(1024 * 1024 // 110))
+    assert len(data) > _json._ORJSON_MAX
+
+    peak = _peak(data, "application/json")
+
+    assert peak < len(data)
+
+
+def _geo(points: int) -> bytes:
+    """A GeoJSON-like document, indented, whose floats have more digits than their shortest
+    form (simdjson writes such a float with all its digits, orjson with the fewest)."""
+    ring = [[-65.61361699999998 + n / 1000, 43.420273000000014 - n / 1000] for n in range(points)]
+    body = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "properties": {"name": "Border"},
+                "geometry": {"type": "Polygon", "coordinates": [ring]},
+            }
+        ],
+    }
+    return orjson.dumps(body, option=orjson.OPT_INDENT_2)
+
+
+DOCUMENTS = {
+    "records": lambda: orjson.dumps(_records(3000)),
+    "wrapped": lambda: _wrapped(300_000),
+    "map of records": lambda: orjson.dumps({f"id-{r['id']:06d}": r for r in _records(3000)}),
+    "geo": lambda: _geo(12_000),
+    "maps of maps": lambda: orjson.dumps(
+        [{f"k{j}": {"a": j, "b": [j, j]} for j in range(60)} for _ in range(200)]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTS))
+def test_a_json_preview_is_the_same_whichever_parser_reads_the_document(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = DOCUMENTS[name]()
+    monkeypatch.setattr(_json, "_ORJSON_MAX", len(data))
+    as_python_values = project(data, media_type="application/json", budget=BUDGET).preview
+
+    monkeypatch.setattr(_json, "_ORJSON_MAX", 0)
+    as_simdjson_proxies = project(data, media_type="application/json", budget=BUDGET).preview
+
+    assert as_simdjson_proxies == as_python_values
+
+
+def test_the_bulk_below_the_top_level_of_a_json_document_is_sized_exactly_in_its_bytes() -> None:
+    data = _geo(12_000)
+    features = data.index(b"[", data.index(b'"features"'))
+    feature = data.index(b"{", features)  # the only feature, to its closing brace
+    feature_end = data.rindex(b"}", 0, data.rindex(b"]")) + 1
+    geometry = data.index(b"{", data.index(b'"geometry"', feature))
+    geometry_end = data.rindex(b"}", 0, feature_end - 1) + 1
+
+    preview = project(data, media_type="application/json", budget=BUDGET).preview
+
+    bulk = dict(re.findall(r"^  (features\S*): .*? (~?[\d,]+) bytes \(", preview, re.M))
+    assert bulk["features[0]"] == f"{feature_end - feature:,}"
+    assert bulk["features[0].geometry"] == f"{geometry_end - geometry:,}"
+
+
+def test_a_large_json_body_with_an_integer_past_64_bits_is_still_previewed_as_json() -> None:
+    records = _records(3000)
+    data = orjson.dumps(records)[:-1] + b',{"id":123456789012345678901234567890}]'
+    assert len(data) > _json._ORJSON_MAX
+
+    projection = project(data, media_type="application/json", budget=BUDGET)
+
+    assert projection.kind == "json"
+    assert projection.classification is ProjectionClass.COMPRESSIBLE
+    assert projection.preview.startswith(f"json array of {len(records) + 1:,} items")
+
+
+def test_a_json_map_of_very_many_keys_sizes_a_stated_sample_of_them() -> None:
+    data = orjson.dumps({f"key-{n:06d}": {"n": n, "text": "x" * (n % 50)} for n in range(20_000)})
+
+    preview = project(data, media_type="application/json", budget=BUDGET).preview
+
+    assert "top-level keys of an even sample of 96 of the 20,000 keys by size" in preview
+    assert preview.startswith("json object with 20,000 keys")

@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -24,7 +25,7 @@ import simdjson
 
 from cargohold._text import cut_utf8_tail, fit, utf8_len
 from cargohold.projection._model import JOINER, Builder, clip, quote
-from cargohold.projection._spans import WINDOW_MAX, Span, Spans
+from cargohold.projection._spans import WINDOW_MAX, Span, Spans, _skip, _skip_back
 
 _SAMPLE = 24
 """Elements of an array looked at to describe its element shape and size."""
@@ -33,9 +34,20 @@ _STATS_ALL = 1_000
 _STATS_SAMPLE = 1_000
 _DISTINCT_MAX = 2_000
 """Distinct strings counted per field; past this, "over 2,000 distinct"."""
-_ORJSON_MAX = 4 * 1024 * 1024
-"""Largest body materialized as Python values when simdjson cannot read it."""
+_ORJSON_MAX = 256 * 1024
+"""Largest body read as Python values (orjson: ten to twenty times the body, and the fastest
+walks); a larger one is read as simdjson's lazy proxies (its tape: about twice the body, outside
+Python's heap), whose values are only made Python where a sample or a shown value needs them."""
+_FALLBACK_MAX = 4 * 1024 * 1024
+"""Largest body read as Python values when simdjson cannot read it."""
 _MAX_KEYS = 12
+_LOOKUPS_MAX = 4096
+_REDUMP_MAX = 64 * 1024
+"""Largest simdjson value written again by orjson in one piece (as Python values, ten to twenty
+times its size for a moment)."""
+_PIECES_MAX = 4096
+"""Elements or members of a large simdjson value measured one by one at most."""
+"""Members of a simdjson object looked up one by one at most (each lookup walks its members)."""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -43,20 +55,61 @@ class JsonError(ValueError):
     """The body looked like JSON but is not."""
 
 
+_OBJECTS = (dict, simdjson.Object)
+_ARRAYS = (list, simdjson.Array)
+_PROXIES = (simdjson.Object, simdjson.Array)
+"""Tuples, not ``dict | simdjson.Object``: a union is built anew at each call of these, which
+run for every sampled value."""
+
+
 def _is_obj(value: Any) -> bool:
-    return isinstance(value, dict | simdjson.Object)
+    return isinstance(value, _OBJECTS)
 
 
 def _is_arr(value: Any) -> bool:
-    return isinstance(value, list | simdjson.Array)
+    return isinstance(value, _ARRAYS)
+
+
+def _mini(value: Any) -> bytes:
+    """simdjson's own compact JSON of one of its proxies (no Python copy)."""
+    mini: bytes | str = value.mini  # bytes at run time; the stubs say str
+    return mini if isinstance(mini, bytes) else mini.encode()
 
 
 def _dumps(value: Any) -> bytes:
-    """Compact JSON of a value: simdjson's own minifier for its proxies (no Python copy)."""
-    if isinstance(value, simdjson.Object | simdjson.Array):
-        mini: bytes | str = value.mini  # bytes at run time; the stubs say str
-        return mini if isinstance(mini, bytes) else mini.encode()
+    """Compact JSON of a value, as orjson writes it.
+
+    A simdjson proxy of up to ``_REDUMP_MAX`` bytes is minified by simdjson and written again
+    by orjson (simdjson writes a float with all its digits, orjson with the fewest that read
+    back the same: the preview is the same whichever parser read the body); a larger one is
+    simdjson's minified text as it is.
+    """
+    if isinstance(value, _PROXIES):
+        mini = _mini(value)
+        if len(mini) <= _REDUMP_MAX:
+            return orjson.dumps(orjson.loads(mini))
+        return mini
     return orjson.dumps(value)
+
+
+def _compact_len(value: Any) -> int:
+    """``len(_dumps(value))`` as orjson would write the whole value, whatever its size: a
+    large simdjson proxy is measured part by part (each part written by orjson, none of them
+    more than ``_REDUMP_MAX`` bytes of Python values at a time); past ``_PIECES_MAX`` parts in
+    one container, simdjson's minified length is taken instead."""
+    if not isinstance(value, _PROXIES):
+        return len(orjson.dumps(value))
+    mini = _mini(value)
+    if len(mini) <= _REDUMP_MAX:
+        return len(orjson.dumps(orjson.loads(mini)))
+    del mini
+    if len(value) > _PIECES_MAX:
+        return len(_mini(value))
+    if isinstance(value, simdjson.Array):
+        parts = sum(_compact_len(element) + 1 for element in value)
+    else:
+        parts = sum(len(orjson.dumps(key)) + _compact_len(value[key]) + 2 for key in value)
+    return parts + (1 if len(value) else 2)
 
 
 def _type(value: Any) -> str:
@@ -85,6 +138,50 @@ def _sample_indices(length: int, count: int = _SAMPLE) -> list[int]:
     picks = set(range(head)) | set(range(length - tail, length))
     picks |= {head + int(step * (k + 1)) for k in range(middle)}
     return sorted(picks)
+
+
+def _items(value: Any, limit: int | None = None) -> list[tuple[str, Any]]:
+    """An object's first ``limit`` members (all by default) as ``(key, value)`` pairs.
+
+    A simdjson object's ``items()`` and ``values()`` convert every value to Python, deeply (for
+    the root, the whole document: ten to twenty times its size): its values are looked up by
+    key instead, each a proxy (a lookup walks the members from the first, so callers keep
+    ``limit`` small or the object known to be small).
+    """
+    if isinstance(value, simdjson.Object):
+        return [(key, value[key]) for key in islice(value, limit)]
+    return list(islice(value.items(), limit))
+
+
+def _head(array: Any, count: int) -> list[Any]:
+    """An array's first ``count`` elements (a simdjson array's slice converts them deeply)."""
+    if isinstance(array, simdjson.Array):
+        return list(islice(array, count))
+    return list(array[:count])
+
+
+class _Values:
+    """A simdjson map's values by position, each looked up by its key when asked for (its
+    ``values()`` would convert them all to Python)."""
+
+    __slots__ = ("_keys", "_map")
+
+    def __init__(self, mapping: Any) -> None:
+        self._map = mapping
+        self._keys = list(mapping)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, index: int) -> Any:
+        return self._map[self._keys[index]]
+
+
+def _values(mapping: Any) -> Any:
+    """A map's values as a sequence, lazily for a simdjson object."""
+    if isinstance(mapping, simdjson.Object):
+        return _Values(mapping)
+    return list(mapping.values())
 
 
 def _pick(array: Any, indices: Iterable[int]) -> list[Any]:
@@ -127,14 +224,14 @@ def _size(value: Any) -> int:
     a sample of them."""
     if _is_arr(value) and len(value) > 1000:
         picks = _sample_indices(len(value))
-        total = sum(len(_dumps(element)) + 1 for element in _pick(value, picks))
+        total = sum(_compact_len(element) + 1 for element in _pick(value, picks))
         return int(total / len(picks) * len(value)) + 1
     if _is_obj(value) and len(value) > 4 * _SAMPLE:
         keys = list(value)
         picks = _sample_indices(len(keys))
-        total = sum(len(_dumps(value[keys[i]])) + len(keys[i]) + 4 for i in picks)
+        total = sum(_compact_len(value[keys[i]]) + len(keys[i]) + 4 for i in picks)
         return int(total / len(picks) * len(keys)) + 1
-    return len(_dumps(value))
+    return _compact_len(value)
 
 
 def _shape(value: Any, depth: int = 0) -> str:
@@ -150,10 +247,9 @@ def _shape(value: Any, depth: int = 0) -> str:
             return f"object({len(value)} keys)"
         if _is_map(value):
             return _map_shape(value, depth)
-        items = list(value.items())
-        parts = [f"{_key(k)}: {_shape(v, depth + 1)}" for k, v in items[:_MAX_KEYS]]
-        if len(items) > _MAX_KEYS:
-            parts.append(f"... +{len(items) - _MAX_KEYS} keys")
+        parts = [f"{_key(k)}: {_shape(v, depth + 1)}" for k, v in _items(value, _MAX_KEYS)]
+        if len(value) > _MAX_KEYS:
+            parts.append(f"... +{len(value) - _MAX_KEYS} keys")
         return "{" + ", ".join(parts) + "}"
     return kind
 
@@ -165,17 +261,37 @@ def _is_map(value: Any) -> bool:
     """An object used as a map (id-keyed, or with very many keys), not as a record."""
     if len(value) <= 4:
         return False
-    keys = list(value)
-    sample = [keys[i] for i in _sample_indices(len(keys), 16)]
-    return len(value) > 4 * _MAX_KEYS or all(_ID_KEY.fullmatch(k) for k in sample)
+    if len(value) > 4 * _MAX_KEYS:
+        return True
+    return all(_ID_KEY.fullmatch(k) for k in _sampled_keys(value, 16))
+
+
+def _sampled_keys(value: Any, count: int) -> list[str]:
+    """An object's keys at ``_sample_indices(len(value), count)``, in one walk of its keys (no
+    list of them all: a map's keys may be most of a document)."""
+    wanted = _sample_indices(len(value), count)
+    if not wanted:
+        return []
+    picked: list[str] = []
+    position = 0
+    for index, key in enumerate(value):
+        if index == wanted[position]:
+            picked.append(key)
+            position += 1
+            if position == len(wanted):
+                break
+    return picked
 
 
 def _map_shape(value: Any, depth: int) -> str:
-    keys = list(value)
-    picks = _sample_indices(len(keys))
-    example = ", ".join(_key(keys[i]) for i in picks[:2])
-    inner = _merge([value[keys[i]] for i in picks], depth + 1)
-    return f"map{{{len(keys):,} keys, e.g. {example}}} of {inner}"
+    return _map_shape_of(len(value), _sampled_keys(value, _SAMPLE), value.__getitem__, depth)
+
+
+def _map_shape_of(count: int, picked: list[str], lookup: Callable[[str], Any], depth: int) -> str:
+    """A map's signature from its key count and the keys picked as its sample."""
+    example = ", ".join(_key(k) for k in picked[:2])
+    inner = _merge([lookup(k) for k in picked], depth + 1)
+    return f"map{{{count:,} keys, e.g. {example}}} of {inner}"
 
 
 def _merge(values: list[Any], depth: int) -> str:
@@ -186,7 +302,7 @@ def _merge(values: list[Any], depth: int) -> str:
     kind = next(iter(kinds))
     if kind != "object":
         if kind == "array" and depth < 8:
-            inner = [x for v in values for x in v[:4]]
+            inner = [x for v in values for x in _head(v, 4)]
             lengths = [len(v) for v in values]
             span = (
                 f"{min(lengths):,}"
@@ -198,10 +314,15 @@ def _merge(values: list[Any], depth: int) -> str:
     if depth >= 7:
         return "object"
     if all(_is_map(v) for v in values):
-        merged: dict[str, Any] = {}
+        # The maps merged as ``dict.update`` would (a key where it first came, the value of its
+        # last map) without copying them: a simdjson map's values are looked up one by one.
+        owner: dict[str, Any] = {}
         for v in values:
-            merged.update(v)
-        return _map_shape(merged, depth)
+            for k in v:
+                owner[k] = v
+        keys = list(owner)
+        picked = [keys[i] for i in _sample_indices(len(keys))]
+        return _map_shape_of(len(keys), picked, lambda k: owner[k][k], depth)
     order: dict[str, None] = {}
     seen: Counter[str] = Counter()
     for v in values:
@@ -220,33 +341,89 @@ def _merge(values: list[Any], depth: int) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def _biggest(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, int, Any]]:
-    """The chain of largest children from the root down, with their sizes (bytes)."""
+Part = str | int | None
+"""A step of a path: a key, an index, or ``None`` for "the values of this map"."""
+
+
+def _rank(value: Any) -> int:
+    """A size to find the largest of siblings by: ``_size``, but simdjson's minified length for
+    its proxies (C speed; it writes some floats with more digits than orjson, which may reorder
+    near ties only)."""
+    if not isinstance(value, _PROXIES):
+        return _size(value)
+    if (_is_arr(value) and len(value) > 1000) or (_is_obj(value) and len(value) > 4 * _SAMPLE):
+        return _size(value)  # a sample, whose parts are measured as orjson writes them
+    return len(_mini(value))
+
+
+def _lower(value: Any, depth: int = 0) -> int:
+    """A lower bound of ``_size(value)`` for a simdjson proxy, from its member counts alone
+    (and the sizes of the few members of small containers): no value is written out."""
+    if not isinstance(value, _PROXIES):
+        return len(orjson.dumps(value))
+    count = len(value)
+    if count == 0:
+        return 2
+    if count > 4 or depth >= 8:
+        return (2 if isinstance(value, simdjson.Array) else 5) * count + 1
+    if isinstance(value, simdjson.Array):
+        return 1 + sum(_lower(element, depth + 1) + 1 for element in value)
+    return 1 + sum(len(orjson.dumps(k)) + _lower(value[k], depth + 1) + 2 for k in value)
+
+
+def _largest(children: list[tuple[str, Any, Part]]) -> tuple[str, Any, Part]:
+    """The first of the largest children (by ``_size``, as orjson writes them).
+
+    Among simdjson proxies, the child with the largest lower bound wins outright when every
+    other child is measured, part by part, to be smaller than that bound: minifying a large
+    value (simdjson writes its floats anew: 17 ms for 2 MB of coordinates) is done only when
+    the bounds cannot tell.
+    """
+    if len(children) == 1:  # an only child is the largest, whatever its size
+        return children[0]
+    if any(isinstance(v, _PROXIES) for _, v, _ in children):
+        bounds = [_lower(v) for _, v, _ in children]
+        top = bounds.index(max(bounds))
+        bound = bounds[top]
+        if all(i == top or _below(v, bound) for i, (_, v, _) in enumerate(children)):
+            return children[top]
+    ranked = sorted(((_rank(v), p, v, s) for p, v, s in children), key=lambda t: -t[0])
+    _, path, child, step = ranked[0]
+    return path, child, step
+
+
+def _below(value: Any, bound: int) -> bool:
+    """Whether ``_size(value)`` is surely under ``bound`` (a simdjson proxy measured part by
+    part up to ``bound`` only)."""
+    if not isinstance(value, _PROXIES):
+        return len(orjson.dumps(value)) < bound
+    return len(value) <= _PIECES_MAX and _fits(value, bound - 1)
+
+
+def _biggest(
+    value: Any, path: str = "", depth: int = 0, parts: tuple[Part, ...] = ()
+) -> Iterator[tuple[str, Any, tuple[Part, ...]]]:
+    """The chain of largest children from the root down, with the steps to each."""
     if depth > 8:
         return
     if (_is_arr(value) and len(value) > 1) or (_is_obj(value) and _is_map(value)):
         return  # the bulk of an array or a map is its entries as a whole, not one of them
-    children: list[tuple[str, Any]]
+    children: list[tuple[str, Any, Part]]
     if _is_obj(value) and len(value):
-        children = [(_join(path, _key(k)), v) for k, v in value.items()]
+        children = [(_join(path, _key(k)), v, k) for k, v in _items(value)]
         if len(children) > 4 * _SAMPLE:
             children = [children[i] for i in _sample_indices(len(children))]
     elif _is_arr(value) and len(value):
         picks = _sample_indices(len(value), 16)
         children = [
-            (_join(path, f"[{i}]"), element)
+            (_join(path, f"[{i}]"), element, i)
             for i, element in zip(picks, _pick(value, picks), strict=True)
         ]
     else:
         return
-    sized = sorted(((_size(v), p, v) for p, v in children), key=lambda t: -t[0])
-    size, child_path, child = sized[0]
-    yield child_path, size, child
-    yield from _biggest(child, child_path, depth + 1)
-
-
-Part = str | int | None
-"""A step of a path: a key, an index, or ``None`` for "the values of this map"."""
+    child_path, child, step = _largest(children)
+    yield child_path, child, (*parts, step)
+    yield from _biggest(child, child_path, depth + 1, (*parts, step))
 
 
 def _records(
@@ -269,11 +446,11 @@ def _records(
                     best = found
     elif _is_obj(value) and depth < 4:
         if _is_map(value):
-            entries = list(value.values())
+            entries = _values(value)
             picks = _sample_indices(len(entries), 8)
             if all(_is_obj(entries[i]) for i in picks):
                 return (f"values({path or '@'})", entries, (*parts, None))
-        items = list(value.items())
+        items = _items(value)
         if len(items) > 64:
             items = [items[i] for i in _sample_indices(len(items), 16)]
         for k, v in items:
@@ -394,9 +571,17 @@ def _field_facts(records: Any) -> tuple[list[str], str, list[tuple[str, str, int
         if not _is_obj(row):
             continue
         rows += 1
-        for key, value in row.items():
-            facts = fields.get(key)
-            if facts is not None:
+        if type(row) is dict:
+            for key, value in row.items():
+                facts = fields.get(key)
+                if facts is not None:
+                    facts.add(value)
+        else:  # a simdjson object: its fields' values only, looked up (see _items)
+            for key, facts in fields.items():
+                try:
+                    value = row[key]
+                except KeyError:
+                    continue
                 facts.add(value)
     lines = [facts.line(key, rows) for key, facts in fields.items()]
     if len(keys) > _MAX_KEYS:
@@ -413,18 +598,19 @@ def _field_facts(records: Any) -> tuple[list[str], str, list[tuple[str, str, int
 
 
 def _parse(data: bytes) -> Any:
-    """The document, as Python values up to 4 MiB (orjson; walks over them are fastest), as
-    simdjson's lazy proxies beyond (memory stays near the input's size, where Python values
-    would take ten to fifteen times it)."""
-    if len(data) <= _ORJSON_MAX:
+    """The document: as Python values up to ``_ORJSON_MAX`` (orjson), as simdjson's lazy
+    proxies beyond. A body simdjson refuses (an integer past 64 bits, which orjson reads as a
+    float) is read by orjson up to ``_FALLBACK_MAX``."""
+    if len(data) > _ORJSON_MAX:
         try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise JsonError("not valid JSON") from exc
+            return simdjson.Parser().parse(data)
+        except (ValueError, RuntimeError) as exc:  # invalid, or integers past 64 bits
+            if len(data) > _FALLBACK_MAX:
+                raise JsonError("not JSON that can be read within bounded memory") from exc
     try:
-        return simdjson.Parser().parse(data)
-    except (ValueError, RuntimeError) as exc:  # invalid, or integers past 64 bits
-        raise JsonError("not JSON that can be read within bounded memory") from exc
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise JsonError("not valid JSON") from exc
 
 
 class _Where:
@@ -456,6 +642,13 @@ class _Where:
                 value = value[part]
             elif part is None:  # a map's values: only used for the first and last record
                 return span
+            elif part == 0 and len(value) == 1:
+                # The only element: the array's inside, however large (``first`` confirms a
+                # value by parsing it in a window).
+                start = _skip(self.data, span[0] + 1, span[1])
+                end = _skip_back(self.data, span[1] - 1, start)
+                span = (start, end) if end > start else None
+                value = value[0]
             elif part == 0 and len(value):
                 span = self.spans.first(span)
                 value = value[0]
@@ -500,9 +693,41 @@ class _Where:
 
 def _small(value: Any) -> bool:
     """A value worth showing verbatim near the top: a scalar or a small container."""
+    if isinstance(value, _PROXIES):
+        return len(value) <= 12 and _fits(value, 240)
     if _is_obj(value) or _is_arr(value):
         return len(value) <= 12 and len(_dumps(value)) <= 240
     return not (isinstance(value, str) and len(value) > 240)
+
+
+def _fits(value: Any, limit: int) -> bool:
+    """Whether a simdjson proxy takes at most ``limit`` bytes as orjson writes it."""
+    return _measure(value, limit) is not None
+
+
+def _measure(value: Any, limit: int) -> int | None:
+    """``_size`` of a simdjson proxy measured part by part (each scalar written by orjson),
+    or ``None`` as soon as it passes ``limit`` (where minifying a large value whole would
+    write all of it)."""
+    spent = 1
+    array = isinstance(value, simdjson.Array)
+    for item in value:  # an element, or a key
+        if array:
+            part, spent = item, spent + 1
+        else:
+            part = value[item]
+            spent += len(orjson.dumps(item)) + 2
+        if isinstance(part, _PROXIES):
+            size = _measure(part, limit - spent)
+            if size is None:
+                return None
+            spent += size
+        else:
+            spent += len(orjson.dumps(part))
+        if spent > limit:
+            return None
+    spent = max(spent, 2)
+    return spent if spent <= limit else None
 
 
 def _small_values(where: _Where, budget: int) -> list[str]:
@@ -528,7 +753,7 @@ def _small_values(where: _Where, budget: int) -> list[str]:
         spent += len(line.encode()) + 1
         return True
 
-    for key, value in list(document.items())[:64]:
+    for key, value in _items(document, 64):
         if ":" in key or "\n" in key:
             continue
         span = top.get(key)
@@ -539,7 +764,7 @@ def _small_values(where: _Where, budget: int) -> list[str]:
                 break
         elif _is_obj(value) and not _is_map(value):
             inner = where.members(span, value)
-            for name, member in list(value.items())[:32]:
+            for name, member in _items(value, 32):
                 if ":" in name or "\n" in name or name not in inner:
                     continue
                 scalar = not (_is_obj(member) or _is_arr(member))
@@ -622,15 +847,13 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
     chain = list(_biggest(document))
     total = max(1, len(data))
     if chain:
-        located = where.members(where.spans.root(), document) if _is_obj(document) else {}
-        by_path = {_key(k): span for k, span in located.items()}
         out.add(
             "bulk (largest part at each level; bytes, ~ where estimated as compact JSON):",
             reserve=reserve,
         )
-        for path, estimate, value in chain[:6]:
-            span = by_path.get(path)
-            size = span[1] - span[0] if span is not None else estimate
+        for path, value, steps in chain[:6]:
+            span = where.locate(steps)
+            size = span[1] - span[0] if span is not None else _size(value)
             about = "" if span is not None else "~"
             share = min(100, round(100 * size / total))
             what = _type(value)
@@ -642,10 +865,15 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
                 break
     if _is_obj(document) and len(document) > 1:
         spans = where.members(where.spans.root(), document)
+        names: list[str] = list(document)
+        # A simdjson object's values are looked up by key, each lookup walking its members
+        # from the first: past _LOOKUPS_MAX keys, a stated sample of them is sized.
+        sample = isinstance(document, simdjson.Object) and len(names) > _LOOKUPS_MAX
+        sized = [names[i] for i in _sample_indices(len(names), 4 * _SAMPLE)] if sample else names
         sizes = sorted(
             (
-                (spans[k][1] - spans[k][0] if k in spans else _size(v), k in spans, k)
-                for k, v in document.items()
+                (spans[k][1] - spans[k][0] if k in spans else _size(document[k]), k in spans, k)
+                for k in sized
             ),
             key=lambda t: (-t[0], t[2]),
         )
@@ -653,9 +881,11 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
             f"{_key(k)} {s:,} at {spans[k][0]:,}" if exact else f"{_key(k)} ~{s:,}"
             for s, exact, k in sizes[:10]
         )
-        more = f", +{len(sizes) - 10} keys" if len(sizes) > 10 else ""
+        more = f", +{len(names) - 10} keys" if len(names) > 10 else ""
+        of = f" of an even sample of {len(sized):,} of the {len(names):,} keys" if sample else ""
+        del names, sized  # a map's keys may be most of the document
         out.add_cut(
-            f"top-level keys by size (bytes; ~ estimated; at = byte offset of the value): "
+            f"top-level keys{of} by size (bytes; ~ estimated; at = byte offset of the value): "
             f"{listed}{more}",
             reserve=reserve,
         )
