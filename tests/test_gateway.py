@@ -498,6 +498,46 @@ def test_the_gateways_totals_count_what_each_request_kept_out_reused_turns_inclu
     assert totals.counts.tokens_kept_out == 3 * offload.estimated_tokens
 
 
+def test_each_request_reports_one_request_event_and_the_run_summary_sums_them() -> None:
+    fake = FakeProvider()
+    summary = cargohold.RunSummary()
+    events = cargohold.ListSink()
+    body = heavy_log()
+    with (
+        cargohold.open(
+            "memory://", tenant="t", user="u", session="gw", sinks=[events, summary]
+        ) as hold,
+        serve(fake.app()) as fake_url,
+        serve(build_app(hold, GatewayConfig(upstream=fake_url))) as url,
+    ):
+        client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
+        for _ in range(2):
+            client.messages.create(
+                model="claude-fake", max_tokens=64, messages=anthropic_history(body)
+            )
+        with pytest.raises(anthropic.BadRequestError):
+            client.messages.create(
+                model="claude-fake", max_tokens=64, messages=[{"role": "user", "content": body}]
+            )
+        client.close()
+
+    requests = [e for e in events.events if e.operation == "request"]
+    assert [(e.outcome, e.reason) for e in requests] == [
+        ("forwarded", "rewritten"),
+        ("forwarded", "rewritten"),
+        ("refused", "raw_heavy_content"),
+    ]
+    first, second, refused = requests
+    assert (first.offloaded, first.reused, second.offloaded, second.reused) == (1, 0, 0, 1)
+    assert first.kept_out_bytes == second.kept_out_bytes == len(body.encode())
+    assert second.estimated_tokens == first.estimated_tokens > 0
+    assert second.context_bytes == len(fake.received[1].body)  # the bytes forwarded
+    assert refused.context_bytes == 0
+    assert summary.as_dict()["requests"] == 3
+    assert summary.as_dict()["request_bytes_kept_out"] == 2 * len(body.encode())
+    assert body[:200] not in repr(requests)
+
+
 def test_a_heavy_reads_structured_answer_is_forwarded_as_its_recovered_segment(gw: Rig) -> None:
     # Claude Code sends an MCP result's structured content, as compact JSON, as the result.
     from cargohold.mcp._readtools import call_read_tool

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
@@ -48,12 +48,17 @@ class Rig:
     hold: cargohold.Hold
     events: cargohold.ListSink
     url: str
+    clients: list[Any] = field(default_factory=list)  # closed when the rig ends
 
     def anthropic(self) -> anthropic.Anthropic:
-        return anthropic.Anthropic(api_key=KEY, base_url=self.url, max_retries=0)
+        client = anthropic.Anthropic(api_key=KEY, base_url=self.url, max_retries=0)
+        self.clients.append(client)
+        return client
 
     def openai(self) -> openai.OpenAI:
-        return openai.OpenAI(api_key=KEY, base_url=self.url + "/v1", max_retries=0)
+        client = openai.OpenAI(api_key=KEY, base_url=self.url + "/v1", max_retries=0)
+        self.clients.append(client)
+        return client
 
     def tool_names(self, index: int) -> set[str]:
         tools = self.fake.received[index].json().get("tools") or []
@@ -70,7 +75,12 @@ def rig(*, rounds: int = 4, read_tools: bool = True) -> Iterator[Rig]:
     ):
         config = GatewayConfig(upstream=fake_url, read_tools=read_tools, read_rounds=rounds)
         with serve(build_app(hold, config)) as url:
-            yield Rig(fake, hold, events, url)
+            value = Rig(fake, hold, events, url)
+            try:
+                yield value
+            finally:
+                for client in value.clients:
+                    client.close()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ an exception's text.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import AsyncIterator, Mapping
@@ -28,7 +29,14 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from cargohold._errors import CargoholdError, InvalidScopeError, UsageError
+from cargohold._errors import (
+    CargoholdError,
+    InvalidScopeError,
+    StoreError,
+    StoreUnavailableError,
+    UsageError,
+)
+from cargohold._events import Reason, RequestOutcome
 from cargohold._tokens import preload
 from cargohold.gateway._anthropic import ANTHROPIC
 from cargohold.gateway._chat import CHAT
@@ -36,7 +44,7 @@ from cargohold.gateway._loop import APIS, Api, Call, Result, engages, events
 from cargohold.gateway._persisted import DEFAULT_FOLDER
 from cargohold.gateway._provider import Provider
 from cargohold.gateway._responses import RESPONSES
-from cargohold.gateway._rewrite import Rewriter
+from cargohold.gateway._rewrite import RewriteCounts, Rewriter
 from cargohold.guard import ContextLeakError, ContextWindowExceededError
 
 if TYPE_CHECKING:
@@ -358,38 +366,86 @@ async def _rewrite(
         return _error(
             provider, 400, "invalid_session", f"the {SESSION_HEADER} header is not a valid session"
         )
-    forwarded = await _rewrite_parsed(scoped, rewriter, provider, parsed)
-    if isinstance(forwarded, Response):
-        return forwarded
-    if forwarded is parsed:
-        return _Rewritten(body, parsed, python, scoped)  # nothing rewritten: the client's bytes
-    try:
-        return _Rewritten(_dumps(forwarded, python), forwarded, python, scoped)
-    except Exception as exc:  # a bug must not answer plain text on every turn
-        return _failed(provider, exc)
+    done = await _rewrite_parsed(scoped, rewriter, provider, parsed)
+    forwarded: bytes | None = None
+    answer: _Rewritten | Response
+    if done.refusal is not None:
+        answer = done.refusal
+    elif done.request is parsed:
+        forwarded = body
+        answer = _Rewritten(body, parsed, python, scoped)  # nothing rewritten: the client's bytes
+    else:
+        try:
+            forwarded = _dumps(done.request, python)
+            answer = _Rewritten(forwarded, done.request, python, scoped)
+        except Exception as exc:  # a bug must not answer plain text on every turn
+            done.outcome, done.reason = RequestOutcome.FAILED, Reason.REWRITE_ERROR
+            answer = _failed(provider, exc)
+    counts = done.counts
+    await scoped.arecord_request(
+        api=provider.name,
+        outcome=done.outcome,
+        reason=done.reason,
+        request_bytes=len(body),
+        forwarded_bytes=0 if forwarded is None else len(forwarded),
+        bytes_kept_out=counts.bytes_kept_out,
+        tokens_kept_out=counts.tokens_kept_out,
+        offloaded=counts.offloaded,
+        reused=counts.reused,
+        compacted=counts.compacted,
+        screened=counts.screened,
+    )
+    return answer
+
+
+@dataclass(slots=True)
+class _Done:
+    """One rewrite's end: the request to forward, or the refusal to answer instead, with
+    what the rewrite did and the decision its request event records."""
+
+    request: Any
+    refusal: Response | None
+    counts: RewriteCounts
+    outcome: RequestOutcome = RequestOutcome.FORWARDED
+    reason: Reason | None = None
 
 
 async def _rewrite_parsed(
     scoped: Hold, rewriter: Rewriter, provider: Provider, parsed: dict[str, Any]
-) -> Any:
+) -> _Done:
     """The rewritten request (``parsed`` itself when nothing changed), or the refusal."""
+    counts = RewriteCounts()
     try:
-        forwarded, _counts = await scoped.arun(rewriter.rewrite, scoped, provider, parsed)
+        forwarded, _ = await scoped.arun(
+            functools.partial(rewriter.rewrite, counts=counts), scoped, provider, parsed
+        )
     except ContextLeakError as exc:
         # The guard's message names places and sizes, never content: fit for the client.
-        return _error(provider, 400, "context_leak", str(exc))
+        refusal = _error(provider, 400, "context_leak", str(exc))
+        return _Done(None, refusal, counts, RequestOutcome.REFUSED, Reason(exc.event.reason))
     except ContextWindowExceededError as exc:
-        return _error(provider, 400, "context_window_exceeded", str(exc))
+        refusal = _error(provider, 400, "context_window_exceeded", str(exc))
+        return _Done(None, refusal, counts, RequestOutcome.REFUSED, Reason(exc.event.reason))
     except CargoholdError as exc:
         # Anything else the hold refused (a compaction that does not read back, a store
         # failure the offloader did not absorb): the request is not forwarded, and only the
         # error's category reaches the client, not its text.
-        return _error(
+        refusal = _error(
             provider, 500, "rewrite_failed", f"the request could not be rewritten ({exc.code})"
         )
+        reason = (
+            Reason.STORE_UNAVAILABLE
+            if isinstance(exc, StoreUnavailableError)
+            else Reason.STORE_ERROR
+            if isinstance(exc, StoreError)
+            else Reason.REWRITE_ERROR
+        )
+        return _Done(None, refusal, counts, RequestOutcome.FAILED, reason)
     except Exception as exc:  # a bug must not answer plain text on every turn
-        return _failed(provider, exc)
-    return forwarded
+        return _Done(
+            None, _failed(provider, exc), counts, RequestOutcome.FAILED, Reason.REWRITE_ERROR
+        )
+    return _Done(forwarded, None, counts)
 
 
 async def _send(
@@ -526,10 +582,10 @@ class _Reads:
         if isinstance(results, Response):
             return results
         follow_up = self.api.follow_up(request, turn, answer_id, results)
-        rewritten = await _rewrite_parsed(self.hold, self.rewriter, self.provider, follow_up)
-        if isinstance(rewritten, Response):
-            return rewritten
-        assert isinstance(rewritten, dict)
+        done = await _rewrite_parsed(self.hold, self.rewriter, self.provider, follow_up)
+        if done.refusal is not None:
+            return done.refusal
+        rewritten: dict[str, Any] = done.request
         return self.api.last_round(rewritten) if last else rewritten
 
     async def _whole(self, answer: httpx.Response, request: dict[str, Any]) -> Response:

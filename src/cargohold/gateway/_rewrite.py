@@ -146,16 +146,24 @@ class Rewriter:
             return RewriteTotals(requests=self._requests, changed=self._changed, counts=counts)
 
     def rewrite(
-        self, hold: Hold, provider: Provider, request: dict[str, Any]
+        self,
+        hold: Hold,
+        provider: Provider,
+        request: dict[str, Any],
+        *,
+        counts: RewriteCounts | None = None,
     ) -> tuple[Any, RewriteCounts]:
         """The request to forward (``request`` itself when nothing changed) and its counts.
+
+        ``counts``: filled as the rewrite goes (a new one when ``None``), so a caller knows
+        what a refused request stored too.
 
         Raises:
             ContextLeakError: a raw heavy part remains that the gateway cannot replace (user
                 text, an attachment, a system prompt): the request must not be forwarded.
             ContextWindowExceededError: the request exceeds the model's window less the margin.
         """
-        counts = RewriteCounts()
+        counts = RewriteCounts() if counts is None else counts
         try:
             result = self._rewrite(hold, provider, request, counts)
         finally:
