@@ -38,7 +38,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -124,7 +123,7 @@ from cargohold.mcp._readtools import (
     read_tool_names,
     read_tools,
 )
-from cargohold.mcp._transport import Scoping, contained, serve, session_id_of
+from cargohold.mcp._transport import Scoping, contained, serve, session_id_of, stdio_upstream
 
 if TYPE_CHECKING:
     from cargohold._hold import Hold
@@ -227,7 +226,7 @@ class _Link:
             params = StdioServerParameters(
                 command=command[0], args=list(command[1:]), env=dict(os.environ), cwd=upstream.cwd
             )
-            inner = stdio_client(params)
+            inner = stdio_upstream(params)  # the SDK's, without its quadratic reads
         return Client(
             _Watched(inner, ended),
             mode="legacy",  # the handshake every server in the field speaks
