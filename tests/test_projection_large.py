@@ -246,3 +246,5 @@ def test_a_json_map_of_very_many_keys_sizes_a_stated_sample_of_them() -> None:
 
     assert "top-level keys of an even sample of 96 of the 20,000 keys by size" in preview
     assert preview.startswith("json object with 20,000 keys")
+    assert "records at values(@): 20,000; fields over an even sample of 1,000 of 20,000" in preview
+    assert "\n  n: int 0..19,999\n" in preview
