@@ -13,8 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import cargohold
-from cargohold import JsonLinesSink, ListSink, LoggingSink, MemoryStore, Scope, StoreError
-from cargohold._events import run_tag  # not yet in cargohold's __all__
+from cargohold import JsonLinesSink, ListSink, LoggingSink, MemoryStore, Scope, StoreError, run_tag
 from cargohold.cli import cli
 from cargohold.report import build_report, render_html
 
@@ -198,3 +197,24 @@ def test_report_session_of_a_session_with_no_events_reports_none_and_what_it_lef
     assert shown.exit_code == 0, shown.output
     assert "0 decision events" in shown.stdout
     assert "6 of other sessions and 1 without a run tag" in shown.stdout
+
+
+def test_the_cli_tags_its_events_so_report_session_finds_a_cli_offload(tmp_path: Path) -> None:
+    log = tmp_path / "cli-events.jsonl"
+    env = {"CARGOHOLD_EVENTS_LOG": str(log)}
+    store = ["--store", str(tmp_path / "store"), "--tenant", TENANT, "--user", USER]
+    for session, tool in (("cli-a", "tool_of_a"), ("cli-b", "tool_of_b")):
+        heavy = "".join(f"{tool} line {i}\n" for i in range(4000))
+        offloaded = CliRunner().invoke(
+            cli,
+            [*store, "--session", session, "offload", "-", "--tool", tool],
+            input=heavy,
+            env=env,
+        )
+        assert offloaded.exit_code == 0, offloaded.output
+
+    shown = _cli(tmp_path, "report", "--events", str(log), "--session", "cli-a")
+
+    assert shown.exit_code == 0, shown.output
+    assert "tool_of_a" in shown.stdout
+    assert "tool_of_b" not in shown.stdout

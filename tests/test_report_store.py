@@ -13,9 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import cargohold
-from cargohold import ListSink, Scope
-from cargohold._events import run_tag  # not yet in cargohold's __all__
-from cargohold._sinks import PostgresEventsSink, read_store_events
+from cargohold import ListSink, PostgresEventsSink, Scope, read_store_events, run_tag
 from cargohold.cli import cli
 from cargohold.store._postgres import PostgresStore, upgrade_schema
 

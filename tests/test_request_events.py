@@ -24,9 +24,9 @@ from cargohold import (
     Operation,
     Reason,
     Reporter,
+    RequestOutcome,
     UsageError,
 )
-from cargohold._events import RequestOutcome  # not yet in cargohold's __all__
 from cargohold.cli import cli
 from cargohold.report import SECTIONS, build_report, render_html, render_terminal
 

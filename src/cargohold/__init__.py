@@ -48,7 +48,9 @@ if _typing.TYPE_CHECKING:
         Reason,
         RehydrateOutcome,
         Reporter,
+        RequestOutcome,
         Sink,
+        run_tag,
     )
     from cargohold._facade import ScopedStore
     from cargohold._hold import Hold, open
@@ -71,7 +73,15 @@ if _typing.TYPE_CHECKING:
     from cargohold._searchanswer import SearchMatch, SearchResult
     from cargohold._secrets import SecretFinding, SecretKind, find_secrets, mask_secrets
     from cargohold._segment import SegmentInfo, parse_segment, render_segment
-    from cargohold._sinks import JsonLinesSink, ListSink, LoggingSink, OpenTelemetrySink, RunSummary
+    from cargohold._sinks import (
+        JsonLinesSink,
+        ListSink,
+        LoggingSink,
+        OpenTelemetrySink,
+        PostgresEventsSink,
+        RunSummary,
+        read_store_events,
+    )
     from cargohold._stub import Budget, ReadTools, Stub, StubInfo, parse_stub, render_stub
     from cargohold._tokens import estimate_tokens
     from cargohold._tools import ReadToolset, ToolAnswer
@@ -152,6 +162,7 @@ _EXPORTS: dict[str, str] = {
     "Offloader": "cargohold._offload",
     "OpenTelemetrySink": "cargohold._sinks",
     "Operation": "cargohold._events",
+    "PostgresEventsSink": "cargohold._sinks",
     "ProjectionClass": "cargohold.projection",
     "PutRequest": "cargohold._records",
     "PutResult": "cargohold._records",
@@ -167,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     "Rehydrator": "cargohold._rehydrate",
     "RejectedError": "cargohold._errors",
     "Reporter": "cargohold._events",
+    "RequestOutcome": "cargohold._events",
     "ResultRef": "cargohold.working",
     "RunSummary": "cargohold._sinks",
     "SchemaError": "cargohold._errors",
@@ -209,8 +221,10 @@ _EXPORTS: dict[str, str] = {
     "open_store": "cargohold._config",
     "parse_segment": "cargohold._segment",
     "parse_stub": "cargohold._stub",
+    "read_store_events": "cargohold._sinks",
     "render_segment": "cargohold._segment",
     "render_stub": "cargohold._stub",
+    "run_tag": "cargohold._events",
 }
 """Each public name and the module that defines it."""
 
@@ -257,6 +271,7 @@ __all__ = [
     "Offloader",
     "OpenTelemetrySink",
     "Operation",
+    "PostgresEventsSink",
     "ProjectionClass",
     "PutRequest",
     "PutResult",
@@ -272,6 +287,7 @@ __all__ = [
     "Rehydrator",
     "RejectedError",
     "Reporter",
+    "RequestOutcome",
     "ResultRef",
     "RunSummary",
     "SchemaError",
@@ -314,8 +330,10 @@ __all__ = [
     "open_store",
     "parse_segment",
     "parse_stub",
+    "read_store_events",
     "render_segment",
     "render_stub",
+    "run_tag",
 ]
 
 

@@ -166,6 +166,12 @@ class App:
             self._reporter = Reporter([self.events_sink], agent_id="cli")
         return self._reporter
 
+    def scoped_reporter(self) -> Reporter:
+        """:attr:`reporter` with this scope's run tag on its events (``cargohold report
+        --session``). Not the plain reporter's: ``cargohold guard`` opens the store only when
+        it meets a marker, and a tag needs the store's key."""
+        return self.reporter.for_scope(self.store.marker_key, self.scoped.scope)
+
     def offloader(self, *, threshold: int | None = None) -> Offloader:
         """An offloader on this scope with the configured threshold, budget and reporter."""
         from cargohold._offload import Offloader
@@ -176,7 +182,7 @@ class App:
             threshold=threshold or settings.heavy_threshold,
             tool_thresholds={} if threshold else settings.tool_thresholds,
             budget=settings.budget,
-            reporter=self.reporter,
+            reporter=self.scoped_reporter(),
             secrets_policy=settings.secrets_policy,
         )
 
@@ -185,7 +191,7 @@ class App:
         from cargohold._rehydrate import Rehydrator
 
         return Rehydrator(
-            self.scoped, reporter=self.reporter, default_budget=self.settings.read_budget
+            self.scoped, reporter=self.scoped_reporter(), default_budget=self.settings.read_budget
         )
 
     def close(self) -> None:

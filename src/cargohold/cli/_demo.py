@@ -182,7 +182,9 @@ def demo() -> None:
     session = demo_session()
     scoped = ScopedStore(app.store, Scope(settings.tenant, settings.user, session))
     recorded = ListSink()  # this run's events, for its report
-    agent = Reporter([app.events_sink, summary, recorded], agent_id="demo-agent")
+    agent = Reporter([app.events_sink, summary, recorded], agent_id="demo-agent").for_scope(
+        app.store.marker_key, scoped.scope
+    )
     # The story's own settings, whatever the configuration says: the same story on every run.
     offloader = Offloader(
         scoped,
