@@ -2,13 +2,14 @@
 
 Reads unified diffs (``git diff``, ``diff -u``) and ``git log -p`` output in one pass over the
 lines of the bytes. Hunks are followed by their header's line counts, so a removed line that
-starts with ``---`` is counted as a removal, not taken for a file header. Files touched by many
+starts with ``---`` is counted as a removal, not taken for a file header; a hunk's lines are
+counted by their first bytes in C, a few steps a hunk, and only the lines between hunks are read
+one by one. Files touched by many
 commits are added up across them.
 """
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass, field
 
@@ -17,6 +18,10 @@ from cargohold.projection._model import Builder, Detection, clip, last_lines, qu
 _HUNK = re.compile(rb"^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+(.*)")
 _GIT = re.compile(rb"^diff --git (?:\"?a/)?(.*?)\"? (?:\"?b/)?(.*?)\"?$")
 _CR = b"\r"
+_NOT_HUNK = bytes(0 if byte in b"+- \\\r\n" else 1 for byte in range(256))
+"""A ``bytes.translate`` table: 1 for a first byte no hunk line has, 0 for the rest."""
+_WINDOW = 256 * 1024
+"""Bytes of lines split at once (a split of the whole body held three times its size)."""
 _HEADERS_KEPT = 3
 _TAIL_LINES = 4
 
@@ -74,9 +79,7 @@ class _Reader:
         return entry
 
     def line(self, raw: bytes) -> None:
-        if self.old_left > 0 or self.new_left > 0:
-            self.hunk_line(raw)
-            return
+        """Read one line outside a hunk (``raw`` with its line ending)."""
         first = raw[:1]
         if first == b"c" and raw.startswith(b"commit ") and len(raw) >= 14:
             sha = raw[7:].split()[0].decode("ascii", "replace") if raw[7:].split() else ""
@@ -144,25 +147,36 @@ class _Reader:
             elif raw.startswith(b"Binary files ") or raw.startswith(b"GIT binary patch"):
                 self.current.flags.add("binary")
 
-    def hunk_line(self, raw: bytes) -> None:
-        first = raw[:1]
+    def hunk(self, firsts: bytes, index: int) -> int:
+        """Read the lines of the open hunk from line ``index`` on, by their first bytes
+        (``firsts``: one per line, a newline for an empty line); returns the index of the first
+        line after the hunk.
+
+        Each line takes one from the old side's count (``-``), the new side's (``+``) or both
+        (context: a space, or an empty line), and ``\\`` (no newline at end of file) from
+        neither; a line of any other kind ends the hunk early (its header said more lines than
+        it had) and is read as an ordinary line. As no line takes more than one from a side,
+        the next ``max(old_left, new_left)`` lines all belong to the hunk: they are counted in
+        C (``bytes.count`` on their first bytes), a few steps a hunk instead of one per line.
+        """
         current = self.current
-        if first == b"+":
-            self.new_left -= 1
+        total = len(firsts)
+        while (self.old_left > 0 or self.new_left > 0) and index < total:
+            step = firsts[index : index + max(self.old_left, self.new_left)]
+            other = step.translate(_NOT_HUNK).find(b"\x01")
+            if other >= 0:
+                step = step[:other]
+            added, removed = step.count(b"+"), step.count(b"-")
+            context = len(step) - added - removed - step.count(b"\\")
+            self.old_left -= removed + context
+            self.new_left -= added + context
             if current is not None:
-                current.added += 1
-        elif first == b"-":
-            self.old_left -= 1
-            if current is not None:
-                current.removed += 1
-        elif first == b"\\":
-            return  # "\ No newline at end of file"
-        elif first in (b" ", b"\n", b"\r", b""):
-            self.old_left -= 1
-            self.new_left -= 1
-        else:  # the hunk said more lines than it had: resync on this line
-            self.old_left = self.new_left = 0
-            self.line(raw)
+                current.added += added
+                current.removed += removed
+            index += len(step)
+            if other >= 0:  # the hunk said more lines than it had: resync on this line
+                self.old_left = self.new_left = 0
+        return index
 
 
 def _plural(count: int, noun: str) -> str:
@@ -177,8 +191,26 @@ def _describe_commit(commit: _Commit) -> str:
 def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of a unified diff or ``git log -p`` output within ``budget`` bytes."""
     reader = _Reader()
-    for raw in io.BytesIO(data):
-        reader.line(raw)
+    size = len(data)
+    start = 0
+    while start < size:
+        # A window of whole lines at a time: its split copies a bounded part of the body.
+        stop = data.find(b"\n", min(size, start + _WINDOW)) + 1 or size
+        lines = data[start:stop].split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()  # what follows the window's last newline: no line
+        last = len(lines) - 1
+        ends_open = stop == size and not data.endswith(b"\n")
+        firsts = b"".join([line[:1] or b"\n" for line in lines])
+        index = 0
+        while index <= last:
+            if reader.old_left > 0 or reader.new_left > 0:
+                index = reader.hunk(firsts, index)
+                continue
+            line = lines[index]
+            reader.line(line if index == last and ends_open else line + b"\n")
+            index += 1
+        start = stop
     files = sorted(reader.files.values(), key=lambda f: (-(f.added + f.removed), f.path))
     added = sum(f.added for f in files)
     removed = sum(f.removed for f in files)
