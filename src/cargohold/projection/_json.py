@@ -56,8 +56,53 @@ class JsonError(ValueError):
 
 
 _OBJECTS = (dict, simdjson.Object)
-_ARRAYS = (list, simdjson.Array)
-_PROXIES = (simdjson.Object, simdjson.Array)
+
+
+class _Walked:
+    """A large simdjson array whose sampled elements were reached in one walk, up front.
+
+    Its elements are reached by walking its tape, so the shape, the record search and the
+    field facts would each walk it again for their own samples: the indices all of them take
+    (``_sample_indices`` of the counts in ``_WALKED``, the first and the last) are picked at
+    once, and any other index is looked up in the array itself.
+    """
+
+    __slots__ = ("_at", "array")
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        count = len(array)
+        wanted = {0, count - 1} if count else set()
+        for sample in _WALKED:
+            wanted.update(_sample_indices(count, sample))
+        indices = sorted(wanted)
+        self._at = dict(zip(indices, _walk_to(array, indices), strict=True))
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, index: int) -> Any:
+        if index < 0:
+            index += len(self.array)
+        if index in self._at:
+            return self._at[index]
+        return self.array[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.array)
+
+    @property
+    def mini(self) -> bytes | str:
+        mini: bytes | str = self.array.mini
+        return mini
+
+
+_WALKED = (24, 8, 3, 1_000, 200)
+"""The sample counts taken of a top-level array: the shape's (``_SAMPLE``), the record
+search's, the field facts' (``_STATS_SAMPLE``) and their key picks'."""
+_SIMD_ARRAYS = (simdjson.Array, _Walked)
+_ARRAYS = (list, simdjson.Array, _Walked)
+_PROXIES = (simdjson.Object, simdjson.Array, _Walked)
 """Tuples, not ``dict | simdjson.Object``: a union is built anew at each call of these, which
 run for every sampled value."""
 
@@ -105,7 +150,7 @@ def _compact_len(value: Any) -> int:
     del mini
     if len(value) > _PIECES_MAX:
         return len(_mini(value))
-    if isinstance(value, simdjson.Array):
+    if isinstance(value, _SIMD_ARRAYS):
         parts = sum(_compact_len(element) + 1 for element in value)
     else:
         parts = sum(len(orjson.dumps(key)) + _compact_len(value[key]) + 2 for key in value)
@@ -155,7 +200,7 @@ def _items(value: Any, limit: int | None = None) -> list[tuple[str, Any]]:
 
 def _head(array: Any, count: int) -> list[Any]:
     """An array's first ``count`` elements (a simdjson array's slice converts them deeply)."""
-    if isinstance(array, simdjson.Array):
+    if isinstance(array, _SIMD_ARRAYS):
         return list(islice(array, count))
     return list(array[:count])
 
@@ -209,8 +254,15 @@ def _pick(array: Any, indices: Iterable[int]) -> list[Any]:
     walk from the front every time (a thousand samples of a 150,000-element array: a second)."""
     if isinstance(array, _Values):
         return array.pick(indices)
-    if not isinstance(array, simdjson.Array):
+    if isinstance(array, _Walked):
+        return [array[i] for i in sorted(set(indices))]
+    if not isinstance(array, _SIMD_ARRAYS):
         return [array[i] for i in indices]
+    return _walk_to(array, indices)
+
+
+def _walk_to(array: Any, indices: Iterable[int]) -> list[Any]:
+    """The elements of a simdjson array at ``indices``, in one walk from its front."""
     wanted = sorted(set(indices))
     if not wanted:
         return []
@@ -386,8 +438,8 @@ def _lower(value: Any, depth: int = 0) -> int:
     if count == 0:
         return 2
     if count > 4 or depth >= 8:
-        return (2 if isinstance(value, simdjson.Array) else 5) * count + 1
-    if isinstance(value, simdjson.Array):
+        return (2 if isinstance(value, _SIMD_ARRAYS) else 5) * count + 1
+    if isinstance(value, _SIMD_ARRAYS):
         return 1 + sum(_lower(element, depth + 1) + 1 for element in value)
     return 1 + sum(len(orjson.dumps(k)) + _lower(value[k], depth + 1) + 2 for k in value)
 
@@ -731,7 +783,7 @@ def _measure(value: Any, limit: int) -> int | None:
     or ``None`` as soon as it passes ``limit`` (where minifying a large value whole would
     write all of it)."""
     spent = 1
-    array = isinstance(value, simdjson.Array)
+    array = isinstance(value, _SIMD_ARRAYS)
     for item in value:  # an element, or a key
         if array:
             part, spent = item, spent + 1
@@ -839,6 +891,8 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
         JsonError: the body is not valid JSON (the caller falls back to a verbatim excerpt).
     """
     document = _parse(data)
+    if isinstance(document, simdjson.Array) and len(document) > _STATS_ALL:
+        document = _Walked(document)
     where = _Where(data, document)
     out = Builder(budget)
     tail_text, tail_at = _tail(data, 150)
