@@ -693,7 +693,7 @@ class _Where:
         self.data = data
         self.document = document
         self.spans = Spans(data)
-        self.one_line = data.count(b"\n", 0, len(data) - 1) == 0
+        self.one_line = data.find(b"\n", 0, len(data) - 1) < 0  # stops at a first line break
         self._members: dict[Span, dict[str, Span]] = {}
 
     def members(self, span: Span | None, value: Any) -> dict[str, Span]:
