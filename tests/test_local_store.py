@@ -1220,6 +1220,27 @@ def test_verify_reports_a_damaged_search_table_as_a_finding_instead_of_raising(
     assert [(f.kind, f.digest) for f in findings] == [("unindexed", None)]
 
 
+def test_a_damaged_search_table_blocks_no_put_and_no_gc_and_verify_names_what_it_missed(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        old = scoped.put(b"an older text body with words\n" * 50, ttl=5).ref
+        with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+            db.execute("UPDATE search_text_data SET block = zeroblob(length(block))")
+            db.commit()
+
+        new = scoped.put(b"a new text body put after the damage\n" * 50)
+        clock.advance(6)
+        removed = store.gc()
+        findings = {(f.kind, f.digest) for f in store.verify()}
+
+        assert scoped.read(new.ref).data == b"a new text body put after the damage\n" * 50
+        assert scoped.stat(old).outcome is ReadOutcome.MISSING
+        assert removed.artifacts == 1
+        assert ("unindexed", None) in findings
+
+
 def test_verify_reports_a_record_whose_size_is_not_its_blobs(
     local_store: LocalStore, store_root: Path
 ) -> None:

@@ -42,7 +42,7 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -331,6 +331,10 @@ def _translated() -> Iterator[None]:
         raise StoreUnavailableError("store I/O failed") from exc
 
 
+class _SearchDamaged(Exception):
+    """The search table refused a change: the write transaction is run again without it."""
+
+
 class LocalStore:
     """Blob files plus a SQLite index under one managed root; safe for several processes at once.
 
@@ -374,6 +378,7 @@ class LocalStore:
                 index, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._closed = False
+            self._search_damaged = False  # set when the search table refuses a change
             self._marker_key: bytes | None = None
             self._enable_wal(busy_timeout)
             self._index.execute("PRAGMA synchronous=NORMAL")
@@ -478,6 +483,37 @@ class LocalStore:
         finally:
             os.close(fd)
         return index_text(head, media_type, label)
+
+    def _search_change(self, db: sqlite3.Connection, change: Callable[[], None]) -> None:
+        """Change the search rows inside the caller's write transaction.
+
+        FTS5 answers a damaged table with an error (often only when it writes what it
+        buffered, at the savepoint's release), which rolls back the whole transaction: every
+        text put, and gc's removal of expired records, would fail until the table is rebuilt.
+        So the error becomes :class:`_SearchDamaged`: the caller runs its transaction again
+        with search changes off for this store's life (:attr:`_search_damaged`), and the
+        record is written (or removed) without its search row. ``verify`` reports the damage
+        (``unindexed``), and search misses what it cannot index; no byte is lost. A locked or
+        busy database still raises as itself.
+        """
+        if self._search_damaged:
+            return
+        db.execute("SAVEPOINT search_change")
+        try:
+            change()
+            db.execute("RELEASE search_change")  # where FTS5 writes what it buffered
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and (
+                "locked" in str(exc) or "busy" in str(exc)
+            ):
+                raise
+            raise _SearchDamaged from exc
+
+    @staticmethod
+    def _unindex(db: sqlite3.Connection, owner: tuple[str, str, str], digest: str) -> None:
+        """Remove the search rows of ``(owner, digest)``, in the caller's transaction."""
+        db.execute(_UNINDEX_TEXT, (*owner, digest))
+        db.execute(_UNINDEX_DOC, (*owner, digest))
 
     @staticmethod
     def _add_doc(
@@ -640,7 +676,11 @@ class LocalStore:
             fast = self._put_existing(scope, write, indexed=text is None)
             if fast is not None:
                 return fast
-            return self._put_new(scope, write, text)
+            try:
+                return self._put_new(scope, write, text)
+            except _SearchDamaged:
+                self._search_damaged = True  # rolled back whole: again, without search rows
+                return self._put_new(scope, write, text)
 
     def _put_existing(
         self, scope: Scope, write: PreparedWrite, *, indexed: bool
@@ -765,17 +805,18 @@ class LocalStore:
                         " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                         (*scope.owner, digest),
                     )
-                    db.execute(_UNINDEX_TEXT, (*scope.owner, digest))
-                    db.execute(_UNINDEX_DOC, (*scope.owner, digest))
+                    self._search_change(db, lambda: self._unindex(db, scope.owner, digest))
                 if old is not None and existing and sensitivity is not old.sensitivity:
                     # Raised to restricted: the search row is written again from the masked copy.
-                    db.execute(_UNINDEX_TEXT, (*scope.owner, digest))
-                    db.execute(_UNINDEX_DOC, (*scope.owner, digest))
+                    self._search_change(db, lambda: self._unindex(db, scope.owner, digest))
                 indexed = db.execute(_INDEXED, (*scope.owner, digest)).fetchone() is not None
                 if text is not None and not indexed:
                     # Indexed in the put's transaction: a record and its search row commit
                     # together (and a re-put writes a lost one again).
-                    self._add_doc(db, scope.owner, digest, text)
+                    indexed_text = text
+                    self._search_change(
+                        db, lambda: self._add_doc(db, scope.owner, digest, indexed_text)
+                    )
                 db.execute(
                     "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
@@ -1051,7 +1092,11 @@ class LocalStore:
         however long it takes. The report counts expired artifacts and blobs only.
         """
         with _translated():
-            return self._gc(dry_run, progress)
+            try:
+                return self._gc(dry_run, progress)
+            except _SearchDamaged:
+                self._search_damaged = True  # rolled back whole: again, keeping search rows
+                return self._gc(dry_run, progress)
 
     def _gc(self, dry_run: bool, progress: Progress | None) -> GcReport:
         # Walked before the write lock is taken (writers wait for no walk); each orphan is
@@ -1108,9 +1153,15 @@ class LocalStore:
                 " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                 [tuple(row) for row in expired],
             )
-            # Their search rows go with them, in the same transaction.
-            db.executemany(_UNINDEX_TEXT, [tuple(row) for row in expired])
-            db.executemany(_UNINDEX_DOC, [tuple(row) for row in expired])
+            # Their search rows go with them, in the same transaction (kept, as stray rows
+            # verify reports, when a damaged search table refuses: the records still go).
+            rows = [tuple(row) for row in expired]
+
+            def unindex() -> None:
+                db.executemany(_UNINDEX_TEXT, rows)
+                db.executemany(_UNINDEX_DOC, rows)
+
+            self._search_change(db, unindex)
             db.executemany(
                 "DELETE FROM blobs WHERE tenant = ? AND digest = ?",
                 [(tenant, digest) for tenant, digest, _ in doomed],
