@@ -4,9 +4,12 @@
   offload of 1 MiB and of 16 MiB of every kind (binary included) against a plain store put of
   the same bytes (binary: the seam's own overhead; text kinds: the seam, the credential scan,
   the token count and the kind's projection; targets, issue 27's: binary 1.1x, text 2x at
-  1 MiB, 1.5x at 16 MiB); and for every kind at both sizes, each in a fresh process, the peak
-  Python memory of one warm offload (tracemalloc) against the body (target 3x), and the first
-  offload against a warm one (target 1.5x), cold and after the tokenizer's preload.
+  1 MiB, 1.5x at 16 MiB); for a body whose put the offload overlaps with its stub (from
+  ``OVERLAP_BYTES`` on: the 16 MiB ones), the offload against the same offload made the old way,
+  the put first and the stub after, in the same run; and for every kind at both sizes, each in
+  a fresh process, the peak Python memory of one warm offload (tracemalloc) against the body
+  (target 3x), and the first offload against a warm one (target 1.5x), cold and after the
+  tokenizer's preload.
 - ``python -m bench profile KIND [--size MIB] [--offload]``: cProfile of one projection (or
   offload) of the bench's body of that kind: where its time goes.
 - ``projection``: projection time per MB by kind against parsing the same bytes (``orjson.loads``
@@ -33,6 +36,7 @@ import orjson
 from bench._util import Case, KiB, MiB, Row, interleave, size_label
 from bench.store import UNLIMITED, Config
 from cargohold import LocalStore, Offloader, Scope, ScopedStore
+from cargohold._offload import OVERLAP_BYTES
 from cargohold._stub import Budget
 from cargohold.projection import detect, project
 
@@ -111,8 +115,11 @@ def bench_offload(root: Path, cfg: Config) -> list[Row]:
     for size, rounds in ((MiB, repeat), (BIG, 6 if not cfg.quick else 3)):
         for kind, (base, media) in _bodies(size).items():
             bound = Offloader(scoped(), budget=Budget.BALANCED)
-            sequential = Offloader(scoped(), budget=Budget.BALANCED)
-            sequential._overlap_bytes = sys.maxsize  # the put, then the stub: the old path
+            overlapped = len(base) >= OVERLAP_BYTES
+            sequential = None
+            if overlapped:  # the same offload, the put first and the stub after: the old path
+                sequential = Offloader(scoped(), budget=Budget.BALANCED)
+                sequential._overlap_bytes = sys.maxsize
             plain = scoped()
             payload: dict[str, bytes] = {}
             medians = interleave(
@@ -137,6 +144,8 @@ def bench_offload(root: Path, cfg: Config) -> list[Row]:
                     _put_target(kind, size),
                 )
             )
+            if not overlapped:
+                continue
             rows.append(
                 Row(
                     "offload",
@@ -265,11 +274,11 @@ def _offload_cases(
     bound: Offloader,
     plain: ScopedStore,
     media: str | None,
-    sequential: Offloader,
+    sequential: Offloader | None = None,
 ) -> list[Case]:
-    """An offload (the put overlapped with the stub), the same offload with the put first and
-    the stub after (``sequential``), and a plain put, each of fresh bytes made before it runs
-    (untimed)."""
+    """An offload, the same offload with the put first and the stub after (``sequential``, when
+    given: for a body whose put ``bound`` overlaps with its stub), and a plain put, each of
+    fresh bytes made before it runs (untimed)."""
     names = ("offload", "sequential", "put")
 
     def prepare(case: str) -> Callable[[int], None]:
@@ -278,19 +287,23 @@ def _offload_cases(
 
         return run
 
-    return [
+    cases = [
         Case(
             "offload",
             lambda i: bound.offload(payload["offload"], media_type=media),
             prepare("offload"),
         ),
-        Case(
-            "sequential",
-            lambda i: sequential.offload(payload["sequential"], media_type=media),
-            prepare("sequential"),
-        ),
         Case("put", lambda i: plain.put(payload["put"]), prepare("put")),
     ]
+    if sequential is not None:
+        cases.append(
+            Case(
+                "sequential",
+                lambda i: sequential.offload(payload["sequential"], media_type=media),
+                prepare("sequential"),
+            )
+        )
+    return cases
 
 
 def _corpus(kind: str) -> list[Path]:

@@ -295,7 +295,8 @@ async def stdio_upstream(
 
     The SDK joins its text buffer to each chunk read from the pipe (64 KiB at most) and splits
     the whole again, so a message of n bytes costs about n²/128 KiB of copying and scanning:
-    20 ms for a 2 MB tool result, 1.3 s for a 16 MB one, on every call through the proxy. Here
+    20 ms for a 2 MB tool result, about 2 s for a 16 MB one (a busy 2-core machine), on every
+    call through the proxy. Here
     the chunks are gathered as bytes and joined once, when one holds a line's end. A line's
     bytes are split at ``\n`` before they are decoded, which is exact for UTF-8 (no multibyte
     character holds that byte), the only encoding the proxy speaks to its upstream.
