@@ -142,9 +142,14 @@ def _anthropic_events(
         ("message_start", {"type": "message_start", "message": start})
     ]
     for index, block in enumerate(message["content"]):
+        extra: list[dict[str, Any]] = []
         if block["type"] == "tool_use":
             opening = {**block, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        elif block["type"] == "thinking":  # as extended thinking streams: text, then signature
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            delta = {"type": "thinking_delta", "thinking": block["thinking"]}
+            extra = [{"type": "signature_delta", "signature": block["signature"]}]
         else:
             opening = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}
@@ -153,9 +158,9 @@ def _anthropic_events(
                 "content_block_start",
                 {"type": "content_block_start", "index": index, "content_block": opening},
             ),
-            (
-                "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
+            *(
+                ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+                for d in (delta, *extra)
             ),
             ("content_block_stop", {"type": "content_block_stop", "index": index}),
         ]

@@ -477,3 +477,33 @@ def test_with_read_tools_each_turns_request_extends_the_previous_byte_for_byte(g
     for before, after in itertools.pairwise(bodies):
         assert before.endswith(b"]}")
         assert after.startswith(before[:-2] + b",")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_thinking_block_goes_back_upstream_with_its_signature_and_reaches_the_client(
+    gw: Rig, stream: bool
+) -> None:
+    thinking = {"type": "thinking", "thinking": "I should grep.", "signature": "sig-abc123"}
+
+    def model(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        answer = anthropic_model(payload)
+        return answer if answer[0]["text"].startswith("READ:") else [thinking, answer[1]]
+
+    gw.fake.anthropic_reply = model
+    client = gw.anthropic()
+    request: dict[str, Any] = {
+        "model": "claude-fake",
+        "max_tokens": 100,
+        "messages": anthropic_history(heavy_log()),
+    }
+    if stream:
+        with client.messages.stream(**request) as events:
+            message = events.get_final_message()
+    else:
+        message = client.messages.create(**request)
+
+    assert [b.type for b in message.content] == ["thinking", "text"]
+    sent_back = gw.fake.received[1].json()["messages"][-2]["content"]
+    assert sent_back[0] == thinking
+    assert sent_back[1]["name"] == "artifact_grep"
+    assert sent_back[1]["input"]["pattern"] == "ERROR"

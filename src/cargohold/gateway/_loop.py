@@ -226,9 +226,12 @@ class _AnthropicSplice:
         if kind == "error":
             self._final = True
             return [event.raw]
-        if kind not in ("content_block_start", "content_block_delta", "content_block_stop"):
+        if not isinstance(data, dict) or kind not in (
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+        ):
             return [event.raw]  # ping, and what a later API version adds
-        assert isinstance(data, dict)
         index = data.get("index")
         if not isinstance(index, int):
             self._final = True
