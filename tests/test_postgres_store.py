@@ -195,6 +195,7 @@ def test_a_version_2_store_keeps_its_artifacts_through_the_upgrade_that_adds_the
         conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN parent")
         conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN search")  # (5), its index too
         conn.execute("DROP TABLE cargohold.object_intents, cargohold.object_location")
+        conn.execute("DROP TABLE cargohold.events")  # (6)
         conn.execute("ALTER TABLE cargohold.blobs DROP COLUMN object")  # and its index, check
         conn.execute("ALTER TABLE cargohold.blobs ALTER COLUMN data SET NOT NULL")
         conn.execute("DELETE FROM cargohold.schema_version WHERE version > 2")
@@ -1011,6 +1012,7 @@ def test_a_version_4_store_gains_search_and_a_re_put_indexes_an_artifact_written
         first.close()
     with pg_cluster.connect(_dbname(store_url)) as conn:  # type: ignore[attr-defined]
         conn.execute("ALTER TABLE cargohold.artifacts DROP COLUMN search")
+        conn.execute("DROP TABLE cargohold.events")  # (6)
         conn.execute("DELETE FROM cargohold.schema_version WHERE version > 4")
 
     assert upgrade_schema(store_url) == (4, LATEST)

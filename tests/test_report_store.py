@@ -4,17 +4,26 @@ that session's events back by their run tag."""
 
 from __future__ import annotations
 
-import threading
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 import cargohold
-from cargohold import ListSink, PostgresEventsSink, Scope, read_store_events, run_tag
-from cargohold.cli import cli
+from cargohold import (
+    ListSink,
+    PostgresEventsSink,
+    SchemaError,
+    Scope,
+    UsageError,
+    read_store_events,
+    run_tag,
+)
+from cargohold.cli import ExitCode, cli
+from cargohold.store._pg_migrations import LATEST
 from cargohold.store._postgres import PostgresStore, upgrade_schema
 
 pytest_plugins = ["pg_cluster"]
@@ -62,35 +71,62 @@ def test_the_events_table_gives_back_one_sessions_events_as_they_were_emitted(
     ]
     assert [event["operation"] for event in read] == ["offload", "rehydrate", "request"]
     assert read[0]["tool"] == "tool_of_a"
-    assert read_store_events(store, tag, limit=1) == read[-1:]  # the newest
+    assert read_store_events(store, tag, limit=2) == read[-2:]  # the newest, oldest first
 
 
-def test_a_store_no_sink_wrote_to_holds_no_events(store: PostgresStore) -> None:
-    assert read_store_events(store, "0123456789abcdef") == []
+def test_a_run_no_event_was_written_for_holds_no_events(store: PostgresStore) -> None:
+    _run(store, "run-a", "tool_of_a")
+
+    assert read_store_events(store, run_tag(store.marker_key(), Scope(TENANT, USER, "run-c"))) == []
 
 
-def test_hosts_making_the_events_table_at_once_all_succeed(pg_url: str) -> None:
+def test_the_newest_events_come_back_oldest_first(store: PostgresStore) -> None:
+    for second in range(5):
+        store.append_event("0123456789abcdef", {"sequence": second}, received=1796049206 + second)
+
+    newest = read_store_events(store, "0123456789abcdef", limit=3)
+
+    assert [event["sequence"] for event in newest] == [2, 3, 4]
+    assert newest[0]["time"] == "2026-11-30T14:33:28.000Z"
+
+
+def test_an_event_that_is_not_json_data_or_a_limit_below_one_is_a_usage_error(
+    store: PostgresStore,
+) -> None:
+    raw: Any = {"bytes": b"raw"}  # bytes, on purpose: not JSON data
+    with pytest.raises(UsageError):
+        store.append_event("0123456789abcdef", raw, received=0.0)
+    with pytest.raises(UsageError):
+        read_store_events(store, "0123456789abcdef", limit=0)
+
+    assert read_store_events(store, "0123456789abcdef") == []  # nothing was written
+
+
+def test_a_version_5_store_is_refused_until_the_upgrade_that_adds_the_events_table(
+    pg_url: str, pg_cluster: Any
+) -> None:
     upgrade_schema(pg_url)
-    stores = [PostgresStore(pg_url) for _ in range(4)]
-    failures: list[BaseException] = []
-    start = threading.Barrier(len(stores))
+    with pg_cluster.connect(pg_url.rsplit("/", 1)[1]) as conn:
+        # What schema 5 looked like: everything but the events table.
+        conn.execute("DROP TABLE cargohold.events")
+        conn.execute("DELETE FROM cargohold.schema_version WHERE version > 5")
+    with pytest.raises(SchemaError) as refused:
+        PostgresStore(pg_url)
+    assert "cargohold db upgrade" in str(refused.value)  # the message is the remedy
 
-    def make(store: PostgresStore) -> None:
-        start.wait(timeout=30)
-        try:
-            PostgresEventsSink(store)
-        except BaseException as exc:
-            failures.append(exc)
+    assert upgrade_schema(pg_url) == (5, LATEST)
 
-    threads = [threading.Thread(target=make, args=(store,)) for store in stores]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    for store in stores:
+    store = PostgresStore(pg_url)
+    try:
+        _run(store, "run-a", "tool_of_a")
+        tag = run_tag(store.marker_key(), Scope(TENANT, USER, "run-a"))
+        assert [event["operation"] for event in read_store_events(store, tag)] == [
+            "offload",
+            "rehydrate",
+            "request",
+        ]
+    finally:
         store.close()
-
-    assert failures == []
 
 
 def test_report_session_of_a_postgresql_store_reads_its_events_table(
@@ -101,7 +137,11 @@ def test_report_session_of_a_postgresql_store_reads_its_events_table(
     page = tmp_path / "b.html"
     scope = ["--store", pg_url, "--tenant", TENANT, "--user", USER]
 
-    written = CliRunner().invoke(cli, [*scope, "report", "--session", "run-b", "--html", str(page)])
+    written = CliRunner().invoke(
+        cli,
+        [*scope, "report", "--session", "run-b", "--html", str(page)],
+        env={"CARGOHOLD_EVENTS_LOG": "store"},
+    )
 
     assert written.exit_code == 0, written.output
     text = page.read_text()
@@ -110,3 +150,71 @@ def test_report_session_of_a_postgresql_store_reads_its_events_table(
     assert "3 decision events of this session" in text
     assert '<section id="requests">' in text
     assert "run-b" not in text
+
+
+def _cli(pg_url: str, session: str, *args: str, body: str | None = None) -> Result:
+    """One command line of ``session`` on the PostgreSQL store, its events in the store."""
+    scope = ["--store", pg_url, "--tenant", TENANT, "--user", USER, "--session", session]
+    return CliRunner().invoke(
+        cli, [*scope, *args], input=body, env={"CARGOHOLD_EVENTS_LOG": "store"}
+    )
+
+
+def _log(tool: str) -> str:
+    return "".join(f"{tool} step {i} passed\n" for i in range(4000))
+
+
+def test_cli_decisions_with_events_log_store_are_listed_and_reported_by_session(
+    store: PostgresStore, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no configuration file found above it
+    made = _cli(pg_url, "run-a", "offload", "-", "--tool", "build_of_a", "--json", body=_log("a"))
+    assert made.exit_code == 0, made.output
+    ref = json.loads(made.stdout)["ref"]
+    assert _cli(pg_url, "run-a", "read", ref, "--lines", "1:5").exit_code == 0
+    other = _cli(pg_url, "run-b", "offload", "-", "--tool", "build_of_b", body=_log("b"))
+    assert other.exit_code == 0, other.output
+
+    listed = _cli(pg_url, "run-a", "events", "--json")
+    page_a, page_b = tmp_path / "a.html", tmp_path / "b.html"
+    reported = _cli(pg_url, "run-b", "report", "--session", "run-a", "--html", str(page_a))
+    by_default = _cli(pg_url, "run-b", "report", "--html", str(page_b))  # run-b's own
+
+    assert listed.exit_code == 0, listed.output
+    events = json.loads(listed.stdout)
+    assert [(event["operation"], event["outcome"]) for event in events] == [
+        ("offload", "offloaded"),
+        ("rehydrate", "resolved"),
+    ]
+    assert events[0]["tool"] == "build_of_a"
+    assert events[1]["ref"] == ref
+    assert reported.exit_code == 0, reported.output
+    assert by_default.exit_code == 0, by_default.output
+    text_a, text_b = page_a.read_text(), page_b.read_text()
+    assert "build_of_a" in text_a
+    assert "build_of_b" not in text_a
+    assert "2 decision events of this session" in text_a
+    assert "build_of_b" in text_b
+    assert "build_of_a" not in text_b
+    assert "1 decision event of this session" in text_b
+
+
+def test_events_log_store_with_a_store_that_is_not_postgresql_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where an events file named "store" would appear
+    local = ["--store", str(tmp_path / "local")]
+    env = {"CARGOHOLD_EVENTS_LOG": "store"}
+    runner = CliRunner()
+
+    offloaded = runner.invoke(
+        cli, [*local, "offload", "-", "--tool", "t"], input=_log("t"), env=env
+    )
+    listed = runner.invoke(cli, [*local, "events"], env=env)
+    reported = runner.invoke(cli, [*local, "report"], env=env)
+
+    for refused in (offloaded, listed, reported):
+        assert refused.exit_code == ExitCode.USAGE, refused.output
+        assert "events_log" in refused.output  # the message names the setting
+    assert json.loads(runner.invoke(cli, [*local, "ls", "--json"]).stdout) == []  # none stored
+    assert not (tmp_path / "store").exists()

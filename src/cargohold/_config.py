@@ -71,6 +71,9 @@ NO_SESSION = (
     "must not share one)"
 )
 """What a library caller is told when no argument, variable or file names the session."""
+EVENTS_IN_STORE = "store"
+"""The ``events_log`` value that sends the command line's decision events to the PostgreSQL
+store's ``events`` table instead of a JSON-lines file (a file of that name is ``./store``)."""
 MAX_READ_BUDGET = 1024 * 1024
 """The largest read budget a configuration may set (1 MiB, as every read answer)."""
 MAX_THRESHOLD = MAX_READ_BUDGET
@@ -403,7 +406,9 @@ class Settings:
         budget: The default stub budget (``light``, ``balanced``, ``strong``, ``max``).
         read_budget: The default byte budget of a model-facing read (16 KiB, at most 1 MiB).
         events_log: A JSON-lines file the CLI appends decision events to; ``None`` for the
-            default under the user's state directory.
+            default under the user's state directory; ``"store"`` (:data:`EVENTS_IN_STORE`)
+            for the events table of the store, which must then be PostgreSQL (every CLI
+            surface writes there, ``cargohold events`` and ``cargohold report`` read there).
         window_margin: Tokens the edge guard keeps free below a model's context window.
         model_windows: Context windows by model name prefix, over the guard's built-in table.
         secrets_policy: Per-tool handling of results that hold a credential (``"*"``: every

@@ -39,6 +39,12 @@ class ListSink:
         self.events.append(event)
 
 
+def _stamp(seconds: float) -> str:
+    """An event's ``time``: UTC, ISO 8601 to the millisecond, ``Z`` for the zone."""
+    moment = dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 class JsonLinesSink:
     """Writes one JSON object per event to a text stream, flushed per event.
 
@@ -62,9 +68,7 @@ class JsonLinesSink:
     def emit(self, event: DecisionEvent) -> None:
         """Write ``event`` as one JSON line (its fields, which hold no body, path or owner, and
         the time it was received), flushed at once."""
-        moment = dt.datetime.fromtimestamp(self._clock(), tz=dt.UTC)
-        stamp = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        fields: dict[str, str | int | None] = {"time": stamp, **event.as_dict()}
+        fields: dict[str, str | int | None] = {"time": _stamp(self._clock()), **event.as_dict()}
         line = json.dumps(fields, separators=(",", ":"), sort_keys=True)
         with self._lock:
             self._stream.write(line + "\n")
@@ -252,28 +256,6 @@ MAX_STORE_EVENTS = 200_000
 """The most events :func:`read_store_events` returns: the newest, as ``cargohold events`` reads
 only the last 64 MiB of a log (about as many events)."""
 
-_EVENTS_TABLE = """
-CREATE TABLE IF NOT EXISTS {schema}.events (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    time timestamptz NOT NULL,
-    run text,
-    event jsonb NOT NULL
-)
-"""
-_EVENTS_INDEX = "CREATE INDEX IF NOT EXISTS events_run_id ON {schema}.events (run, id)"
-_EVENTS_INSERT = (
-    "INSERT INTO {schema}.events (time, run, event) VALUES (to_timestamp(%s), %s, %s::jsonb)"
-)
-_EVENTS_SELECT = "SELECT event, time FROM {schema}.events WHERE run = %s ORDER BY id DESC LIMIT %s"
-
-
-def _schema_of(store: PostgresStore) -> str:
-    from cargohold.store._pg_migrations import quoted_schema
-
-    # The store's own schema: its events sit beside its artifacts, in the database its hosts
-    # share. (PostgresStore keeps it private; this sink is part of the same package.)
-    return quoted_schema(store._schema)
-
 
 class PostgresEventsSink:
     """Writes each event as one row of the ``events`` table of a PostgreSQL store's schema,
@@ -282,49 +264,28 @@ class PostgresEventsSink:
 
     A row is the event's fields as JSON (``event``, which holds no body, path or owner), its
     run tag in a column of its own (indexed, with the row's order), and the time the sink
-    received it. The table is created when the sink is made, if it is not there yet.
+    received it. The table is part of the store's schema (``cargohold db upgrade`` makes it;
+    a store opened at an older version is refused), so the sink creates nothing. The command
+    line writes its events here with ``events_log = "store"``.
 
     Args:
-        store: An open :class:`~cargohold.store.PostgresStore`; the sink draws connections
-            from its pool (a lost connection is the store's error, which the reporter logs by
-            class name and skips: reporting never breaks a decision).
+        store: An open :class:`~cargohold.store.PostgresStore`; each event is one
+            :meth:`~cargohold.store.PostgresStore.append_event` (a lost connection is the
+            store's error, which the reporter logs by class name and skips: reporting never
+            breaks a decision).
         clock: Seconds since the epoch; injected in tests.
-
-    Raises:
-        StoreError: the table cannot be created (a role without the privilege).
     """
 
     def __init__(self, store: PostgresStore, *, clock: Callable[[], float] = time.time) -> None:
-        import psycopg
-
-        schema = _schema_of(store)
         self._store = store
         self._clock = clock
-        self._insert = _EVENTS_INSERT.format(schema=schema)
-
-        def create(conn: Any) -> None:
-            try:
-                with conn.transaction():
-                    conn.execute(_EVENTS_TABLE.format(schema=schema))
-                    conn.execute(_EVENTS_INDEX.format(schema=schema))
-            except psycopg.errors.UniqueViolation:
-                # Two hosts creating the table at once: IF NOT EXISTS is not atomic in
-                # PostgreSQL's catalog; the loser finds the winner's table, which is the same.
-                pass
-
-        store._call(create, idempotent=True)
 
     def __repr__(self) -> str:
         return "PostgresEventsSink()"
 
     def emit(self, event: DecisionEvent) -> None:
         """Insert ``event`` as one row (its fields, its run tag, the time received)."""
-        row = (
-            self._clock(),
-            event.run,
-            json.dumps(event.as_dict(), separators=(",", ":"), sort_keys=True),
-        )
-        self._store._call(lambda conn: conn.execute(self._insert, row), idempotent=False)
+        self._store.append_event(event.run, event.as_dict(), received=self._clock())
 
 
 def read_store_events(
@@ -332,24 +293,12 @@ def read_store_events(
 ) -> list[dict[str, Any]]:
     """The events of one run tag in a PostgreSQL store's ``events`` table, oldest first (the
     newest ``limit`` of them), each with its ``time`` as :class:`JsonLinesSink` writes it.
-    A store whose table was never made holds no events.
 
     Raises:
+        UsageError: a ``limit`` that is not a positive integer.
         StoreError: the store cannot be read.
     """
-    import psycopg
-
-    select = _EVENTS_SELECT.format(schema=_schema_of(store))
-
-    def fetch(conn: Any) -> list[tuple[Any, dt.datetime]]:
-        try:
-            return list(conn.execute(select, (run, limit)).fetchall())
-        except psycopg.errors.UndefinedTable:
-            return []  # no sink ever wrote to this store
-
     events: list[dict[str, Any]] = []
-    for value, moment in reversed(store._call(fetch, idempotent=True)):
-        if isinstance(value, dict):
-            stamp = moment.astimezone(dt.UTC).isoformat(timespec="milliseconds")
-            events.append({"time": stamp.replace("+00:00", "Z"), **value})
+    for received, fields in store.run_events(run, limit=limit):
+        events.append({"time": _stamp(received), **fields})
     return events

@@ -10,8 +10,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from cargohold._config import DEFAULT_SESSION, Settings, load_settings
-from cargohold._errors import UsageError
+from cargohold._config import DEFAULT_SESSION, EVENTS_IN_STORE, Settings, load_settings
+from cargohold._errors import ConfigError, UsageError
 from cargohold._records import ReadResult
 from cargohold._ref import PREFIX
 from cargohold.cli._exit import OUTCOME_EXIT, ExitCode
@@ -20,12 +20,12 @@ from cargohold.cli._render import outcome_message
 if TYPE_CHECKING:
     # The store and its facade are imported when a command opens the store, not at start-up:
     # `cargohold events` and every `--help` never need them.
-    from cargohold._events import Reporter
+    from cargohold._events import Reporter, Sink
     from cargohold._facade import ScopedStore
     from cargohold._offload import Offloader
     from cargohold._rehydrate import Rehydrator
-    from cargohold._sinks import JsonLinesSink
     from cargohold.store import StoreBackend
+    from cargohold.store._postgres import PostgresStore
 
 MIN_PREFIX = 4
 """Fewest hex digits of a reference prefix the command line accepts (as ``git`` does)."""
@@ -61,7 +61,7 @@ class App:
         self._scoped: ScopedStore | None = None
         self._events: IO[str] | None = None
         self._reporter: Reporter | None = None
-        self._sink: JsonLinesSink | None = None
+        self._sink: Sink | None = None
 
     @property
     def settings(self) -> Settings:
@@ -139,15 +139,75 @@ class App:
         return self.settings.store is None
 
     @property
-    def events_path(self) -> Path:
-        """The JSON-lines file decision events go to."""
-        named = self.settings.events_log
-        return Path(named).expanduser() if named else default_events_path()
+    def events_in_store(self) -> bool:
+        """Whether decision events go to the PostgreSQL store's events table
+        (``events_log = "store"``) rather than to a JSON-lines file."""
+        return self.settings.events_log == EVENTS_IN_STORE
 
     @property
-    def events_sink(self) -> JsonLinesSink:
-        """A sink appending to the events log (0600, in a 0700 directory), opened once."""
+    def events_path(self) -> Path:
+        """The JSON-lines file decision events go to (with ``events_log = "store"``, the
+        default one: the state directory the demo writes its report next to)."""
+        named = self.settings.events_log
+        if not named or named == EVENTS_IN_STORE:
+            return default_events_path()
+        return Path(named).expanduser()
+
+    @property
+    def events_table(self) -> PostgresStore:
+        """The store whose ``events`` table holds this command line's events, with
+        ``events_log = "store"``: the configured store, which must be PostgreSQL.
+
+        Raises:
+            ConfigError: the store is not PostgreSQL (checked on its URL, before any store
+                is opened).
+        """
+        named = self.settings.store or ""
+        if not named.startswith(("postgresql:", "postgres:")):
+            raise ConfigError(
+                'invalid configuration: events_log = "store" writes the decision events into '
+                "a PostgreSQL store's events table, and the store is not PostgreSQL: name a "
+                "postgresql:// store (--store, CARGOHOLD_STORE, store) or a JSON-lines file "
+                "as events_log"
+            )
+        from cargohold.store._postgres import PostgresStore
+
+        store = self.store
+        if not isinstance(store, PostgresStore):  # pragma: no cover - its URL made it one
+            raise ConfigError("the PostgreSQL store URL did not open a PostgreSQL store")
+        return store
+
+    def run_tag(self, session: str | None = None) -> str:
+        """The run tag the events of ``session`` (the settings' session when ``None``) carry,
+        in the settings' tenant and user, under the store's marker key (the store is opened).
+
+        Raises:
+            InvalidScopeError: ``session`` is not a valid scope part.
+        """
+        from cargohold._events import run_tag
+        from cargohold._scope import Scope
+
+        settings = self.settings
+        scope = (
+            settings.scope() if session is None else Scope(settings.tenant, settings.user, session)
+        )
+        return run_tag(self.store.marker_key(), scope)
+
+    @property
+    def events_sink(self) -> Sink:
+        """Where this command's decision events go, made once: with ``events_log = "store"``
+        a :class:`~cargohold.PostgresEventsSink` on the store (:attr:`events_table`), else a
+        sink appending to the events log (0600, in a 0700 directory).
+
+        Raises:
+            ConfigError: ``events_log = "store"`` with a store that is not PostgreSQL.
+        """
         if self._sink is None:
+            if self.events_in_store:
+                from cargohold._sinks import PostgresEventsSink
+
+                self._sink = PostgresEventsSink(self.events_table)
+                return self._sink
             from cargohold._sinks import JsonLinesSink
 
             path = self.events_path

@@ -565,12 +565,24 @@ def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
     A --file that is missing, unreadable or holds no event at all exits 2; of a log over 64 MiB
     the last 64 MiB are read.
 
+    With events_log = "store" (and no --file), the events are this scope's, read from the
+    PostgreSQL store's events table by the scope's run tag (the newest 200,000 at most).
+
     \b
     Examples:
       cargohold events --tail 20
       cargohold events --json | jq '.[] | select(.outcome == "stale")'
     """
-    path = log_file or get_app().events_path
+    app = get_app()
+    if log_file is None and app.events_in_store:
+        from cargohold._sinks import MAX_STORE_EVENTS, read_store_events
+
+        table = app.events_table
+        _show_events(
+            read_store_events(table, app.run_tag(), limit=tail or MAX_STORE_EVENTS), as_json
+        )
+        return
+    path = log_file or app.events_path
     log = _load_events(path, named=log_file is not None)
     if log.cut:
         click.echo(
@@ -584,6 +596,11 @@ def events(tail: int | None, log_file: Path | None, as_json: bool) -> None:
     found = log.events
     if tail is not None:
         found = found[-tail:]
+    _show_events(found, as_json)
+
+
+def _show_events(found: list[dict[str, Any]], as_json: bool) -> None:
+    """Print ``found`` as ``cargohold events`` does: a JSON array, or one row each."""
     if as_json:
         _echo_json(found)
         return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,6 @@ from cargohold.cli._context import get_app
 
 if TYPE_CHECKING:
     from cargohold.report import RunReport
-    from cargohold.store._postgres import PostgresStore
 
 
 @click.command()
@@ -36,7 +34,8 @@ if TYPE_CHECKING:
     metavar="S",
     help="Only the events of session S (in the tenant and user of the global --tenant and "
     "--user options), found by the run tag events carry, computed with the store's key: give "
-    "the store the run used (--store).",
+    'the store the run used (--store). With events_log = "store", the current scope\'s '
+    "session by default.",
 )
 @click.option("--open", "open_page", is_flag=True, help="Open the page in a browser.")
 @click.option(
@@ -67,14 +66,18 @@ def report(
     With --session S, only that session's events: each event carries an opaque run tag of its
     scope (an HMAC under the store's secret key), which the report computes again for S; the
     events of other sessions, and those written before events carried a tag, are counted as
-    left out. The page never names the session. With a PostgreSQL store and no --events, the
-    events are read from the store's events table (what PostgresEventsSink writes).
+    left out. The page never names the session.
+
+    With events_log = "store" and no --events, the events are read from the PostgreSQL store's
+    events table (where every command writes them then, as a PostgresEventsSink does): those of
+    session S, or of the current scope's session without --session.
 
     \b
     Examples:
       cargohold report
       cargohold report --events run.jsonl --html report.html --open
-      cargohold --store postgresql://db/cargo --user ana report --session run-7
+      CARGOHOLD_EVENTS_LOG=store cargohold --store postgresql://db/cargo --user ana \\
+        report --session run-7
       cargohold report --serve --open
     """
     from rich.console import Console
@@ -82,9 +85,11 @@ def report(
     from cargohold.cli._decisions import _load_events
     from cargohold.report import build_report, render_html, render_terminal
 
-    path = log_file or get_app().events_path
-    run = None if session is None else _run_of(session)
-    table = None if run is None or log_file is not None else _events_table()
+    app = get_app()
+    path = log_file or app.events_path
+    table = app.events_table if log_file is None and app.events_in_store else None
+    # The table is read by run tag, so it always has one: the current scope's by default.
+    run = None if session is None and table is None else _run_of(session)
 
     def load() -> RunReport:
         if table is not None and run is not None:
@@ -128,33 +133,18 @@ def report(
         webbrowser.open(out.resolve().as_uri())
 
 
-def _events_table() -> PostgresStore | None:
-    """The command line's store when it is a PostgreSQL one (whose ``events`` table a
-    :class:`~cargohold.PostgresEventsSink` fills), else ``None`` (the events log is read)."""
-    store = get_app().store
-    # Loaded already when the store is PostgreSQL; never imported (psycopg) otherwise.
-    if "cargohold.store._postgres" in sys.modules:
-        from cargohold.store._postgres import PostgresStore
-
-        if isinstance(store, PostgresStore):
-            return store
-    return None
-
-
-def _run_of(session: str) -> str:
-    """The run tag of ``session`` in the command line's tenant and user, under the key of the
-    store the command line names (opened for its key alone)."""
+def _run_of(session: str | None) -> str:
+    """The run tag of ``session`` (the current scope's when ``None``) in the command line's
+    tenant and user, under the key of the store the command line names."""
     from cargohold._errors import InvalidScopeError
-    from cargohold._events import run_tag
-    from cargohold._scope import Scope, check_part
+    from cargohold._scope import check_part
 
-    try:
-        check_part("session", session, required=True)  # name the option, never the value
-    except InvalidScopeError as exc:
-        raise click.BadParameter(str(exc), param_hint="--session") from None
-    app = get_app()
-    settings = app.settings
-    return run_tag(app.store.marker_key(), Scope(settings.tenant, settings.user, session))
+    if session is not None:
+        try:
+            check_part("session", session, required=True)  # name the option, never the value
+        except InvalidScopeError as exc:
+            raise click.BadParameter(str(exc), param_hint="--session") from None
+    return get_app().run_tag(session)
 
 
 def serve_report(

@@ -154,6 +154,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX artifacts_search ON {schema}.artifacts USING gin (search)",
         ),
     ),
+    Migration(
+        6,
+        "decision events: one row per event, read back by run tag",
+        (
+            # What PostgresEventsSink writes: the event's fields (never a body, a path or an
+            # owner), its run tag (an opaque HMAC of the scope, NULL for an untagged event) and
+            # the time the sink received it. The id gives the order events were written in;
+            # (run, id) serves "one run's newest N" without a sort.
+            """CREATE TABLE {schema}.events (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                time timestamptz NOT NULL,
+                run text COLLATE "C",
+                event jsonb NOT NULL
+            )""",
+            "CREATE INDEX events_by_run ON {schema}.events (run, id)",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

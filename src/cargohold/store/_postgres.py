@@ -8,6 +8,7 @@ Metadata and bytes both live in PostgreSQL, in one schema (``cargohold`` by defa
     stats           one row: distinct blobs and bytes, the store quota's counter
     object_intents  objects being uploaded or waiting to be deleted (the blob tier)
     object_location one row: the bucket and prefix of the blob tier, if any
+    events          decision events, one row each (PostgresEventsSink): their run tag, time, fields
     marker_key, schema_version
 
 A row is visible only once its transaction commits, so a write interrupted anywhere (a dropped
@@ -75,9 +76,10 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -327,6 +329,13 @@ _SQL_TEMPLATES = {
     "store_counters": "SELECT objects, bytes FROM {s}.stats WHERE id = 1",
     "tenant_usage": "SELECT count(*), coalesce(sum(size), 0)::bigint FROM {s}.blobs"
     " WHERE tenant = %(tenant)s",
+    # Decision events (migration 6): one row each; a run's newest N by the (run, id) index,
+    # handed back oldest first.
+    "append_event": "INSERT INTO {s}.events (time, run, event)"
+    " VALUES (to_timestamp(%(time)s::float8), %(run)s, %(event)s::jsonb)",
+    "run_events": "SELECT extract(epoch FROM e.time)::float8, e.event FROM (SELECT id, time,"
+    " event FROM {s}.events WHERE run = %(run)s ORDER BY id DESC LIMIT %(limit)s) e"
+    " ORDER BY e.id",
     "read_marker_key": "SELECT key FROM {s}.marker_key WHERE id = 1",
     # Insert-if-absent then read, in one statement: the first writer's key wins for everyone.
     "marker_key": "WITH made AS (INSERT INTO {s}.marker_key (id, key) VALUES (1, %(key)s)"
@@ -1505,6 +1514,56 @@ class PostgresStore:
                 raise StoreError("the store's marker key row is damaged (not 32 bytes)")
             self._marker_key = key
         return self._marker_key
+
+    # -- decision events ----------------------------------------------------------------------
+
+    def append_event(
+        self, run: str | None, fields: Mapping[str, str | int | None], *, received: float
+    ) -> None:
+        """Append one decision event to the store's ``events`` table.
+
+        The table sits beside the artifacts, so every host of a shared store reports into one
+        place (:class:`~cargohold.PostgresEventsSink` calls this). Not retried after a lost
+        connection: a retry after a commit whose answer was lost would write the event twice.
+
+        Args:
+            run: The event's run tag (an opaque HMAC of its scope), ``None`` for an event
+                without one; the rows of one tag are read back by :meth:`run_events`.
+            fields: The event's fields (``DecisionEvent.as_dict()``: never a body, a path or
+                an owner), stored as JSON.
+            received: When the event was received, in seconds since the epoch.
+
+        Raises:
+            UsageError: ``fields`` that are not JSON data, or a closed store.
+            StoreError: the row cannot be written (StoreUnavailableError: the database cannot
+                be reached).
+        """
+        try:
+            text = json.dumps(dict(fields), separators=(",", ":"), sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise UsageError("an event's fields must be JSON data (strings, integers)") from exc
+        row = {"time": float(received), "run": run, "event": text}
+        self._call(lambda conn: conn.execute(self._sql.append_event, row), idempotent=False)
+
+    def run_events(self, run: str, *, limit: int) -> list[tuple[float, dict[str, Any]]]:
+        """The newest ``limit`` events of run tag ``run``, oldest first, each as the time it
+        was received (seconds since the epoch) and its fields.
+
+        A row whose stored value is not a JSON object (a hand edit) is left out.
+
+        Raises:
+            UsageError: a ``limit`` that is not a positive integer, or a closed store.
+            StoreError: the table cannot be read.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise UsageError("limit must be a positive integer")
+        params = {"run": run, "limit": limit}
+
+        def op(conn: _Conn) -> list[tuple[float, dict[str, Any]]]:
+            rows = conn.execute(self._sql.run_events, params).fetchall()
+            return [(float(moment), value) for moment, value in rows if isinstance(value, dict)]
+
+        return self._call(op, idempotent=True)
 
     def close(self) -> None:
         """Close the connection pool. Idempotent."""
