@@ -31,8 +31,9 @@ def default_events_path() -> Path:
 
 
 def events_path(named: str | None) -> Path:
-    """The events log a configuration names (``events_log``), or the default one."""
-    return Path(named).expanduser() if named else default_events_path()
+    """The events log a configuration names (``events_log``), or the default one (also for
+    ``"store"``: a guard holds no store to write into)."""
+    return Path(named).expanduser() if named and named != "store" else default_events_path()
 
 
 class EventsLogSink:
