@@ -218,3 +218,18 @@ def test_events_log_store_with_a_store_that_is_not_postgresql_is_a_config_error(
         assert "events_log" in refused.output  # the message names the setting
     assert json.loads(runner.invoke(cli, [*local, "ls", "--json"]).stdout) == []  # none stored
     assert not (tmp_path / "store").exists()
+
+
+def test_a_guard_stop_with_events_log_store_is_listed_with_its_scope(
+    store: PostgresStore, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    leak = Path(__file__).parent / "fixtures" / "guard" / "openai_chat_leak.json"
+
+    stopped = _cli(pg_url, "run-a", "guard", str(leak), "--format", "openai-chat")
+    listed = _cli(pg_url, "run-a", "events", "--json")
+    other = _cli(pg_url, "run-b", "events", "--json")
+
+    assert stopped.exit_code == ExitCode.CONTEXT_LEAK, stopped.output
+    assert [event["outcome"] for event in json.loads(listed.stdout)] == ["llm.context_leak"]
+    assert json.loads(other.stdout) == []

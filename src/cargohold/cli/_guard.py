@@ -94,7 +94,7 @@ def guard(
         tool_thresholds=app.settings.tool_thresholds,
         margin=margin if margin is not None else app.settings.window_margin,
         windows=app.settings.model_windows,
-        reporter=app.reporter,
+        reporter=app.scoped_reporter() if app.events_in_store else app.reporter,  # read by run tag
         key=lambda: app.store.marker_key(),  # the store is opened only if a marker is met
     )
     try:
