@@ -1,6 +1,7 @@
-"""A PostgreSQL store's scope as an event source: ``PostgresEventsSink`` writes each event into
-the store's ``events`` table, and ``cargohold --store postgresql://... report --session S`` reads
-that session's events back by their run tag."""
+"""A PostgreSQL store's scope as an event source: the ``events`` table is schema version 6,
+``PostgresEventsSink`` writes each event into it, and with ``events_log = "store"`` every command
+line writes there too, ``cargohold events`` lists the scope's run and ``cargohold report
+--session S`` reads that session's events back by their run tag."""
 
 from __future__ import annotations
 
