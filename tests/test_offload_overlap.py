@@ -101,6 +101,22 @@ class FailingPut:
         return getattr(self._inner, name)
 
 
+class PutThreads:
+    """A backend around a MemoryStore that records the thread each put runs on."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self._inner = inner
+        self.limits = inner.limits
+        self.threads: list[threading.Thread] = []
+
+    def put(self, scope: Scope, data: bytes, request: cargohold.PutRequest) -> cargohold.PutResult:
+        self.threads.append(threading.current_thread())
+        return self._inner.put(scope, data, request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def _sequential(monkeypatch: pytest.MonkeyPatch, scoped: ScopedStore, **kwargs: Any) -> Offloader:
     """An offloader that puts first and makes the stub after, at every size."""
     with monkeypatch.context() as patch:
@@ -239,13 +255,6 @@ def test_the_stub_is_returned_only_once_its_bytes_are_stored(
             "text/csv",
             id="csv",
         ),
-        pytest.param("binary", bytes(range(256)) * (OVERLAP_BYTES // 256 + 3), None, id="binary"),
-        pytest.param(
-            "binary",
-            b"\x89PNG\r\n\x1a\n" + b"\x00" * OVERLAP_BYTES,
-            "application/octet-stream",
-            id="png-given-as-octet-stream",
-        ),
     ],
 )
 @pytest.mark.parametrize("policy", ["redact", "mask"])
@@ -287,6 +296,36 @@ def test_an_overlapped_offload_gives_the_sequential_outcome_event_and_stub(
     assert mine is not None
     assert theirs is not None
     assert _recorded(mine) == _recorded(theirs)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        bytes(range(256)) * (OVERLAP_BYTES // 256 + 3),
+        b"\x89PNG\r\n\x1a\n" + b"\x00" * OVERLAP_BYTES,
+    ],
+    ids=["bytes", "png"],
+)
+def test_binary_bytes_are_stored_before_their_stub_is_made_at_any_size(
+    monkeypatch: pytest.MonkeyPatch, value: bytes
+) -> None:
+    # Their stub is a few lines of facts: nothing worth a thread and a second hash.
+    backend = PutThreads(MemoryStore())
+    scoped = ScopedStore(backend, OWNER)
+    real = cargohold._offload.render_stub
+    readable: list[bool] = []
+
+    def checking(data: bytes, ref: Ref, **kwargs: Any) -> cargohold.Stub:
+        readable.append(scoped.read(ref).outcome is ReadOutcome.RESOLVED)
+        return real(data, ref, **kwargs)
+
+    monkeypatch.setattr(cargohold._offload, "render_stub", checking)
+
+    result = Offloader(scoped, threshold=1000).offload(value)
+
+    assert (result.outcome, result.event.kind) == (OffloadOutcome.OFFLOADED, "binary")
+    assert backend.threads == [threading.current_thread()]  # the caller's own: no overlap
+    assert readable == [True]
 
 
 def test_a_stub_made_for_another_media_type_than_the_first_write_recorded_is_made_again(

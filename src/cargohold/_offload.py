@@ -511,7 +511,9 @@ class Offloader:
 
         early: Stub | None = None
         try:
-            if render and size >= self._overlap_bytes:
+            # Binary bytes get a few lines of facts and no projection worth overlapping: the
+            # second hash and the thread would cost more than it.
+            if render and size >= self._overlap_bytes and found.kind != "binary":
                 stored, early = _put_while_rendering(
                     put, lambda: render_for(Ref.of(data), media, found)
                 )
