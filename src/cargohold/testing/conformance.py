@@ -1650,7 +1650,9 @@ def test_a_put_of_the_same_bytes_as_restricted_raises_the_records_sensitivity(
 
     assert again.ref == first.ref
     assert again.record.sensitivity is Sensitivity.RESTRICTED
-    assert scoped.stat(first.ref).record.sensitivity is Sensitivity.RESTRICTED
+    stored = scoped.stat(first.ref).record
+    assert stored is not None
+    assert stored.sensitivity is Sensitivity.RESTRICTED
     assert [hit.ref for hit in scoped.search("config", limit=5)] == [first.ref]
     assert scoped.search(key.decode(), limit=5) == []
 
@@ -1665,7 +1667,9 @@ def test_a_put_of_the_same_bytes_as_internal_never_lowers_a_restricted_record(
     again = scoped.put(data, sensitivity="internal")
 
     assert again.record.sensitivity is Sensitivity.RESTRICTED
-    assert scoped.stat(ref).record.sensitivity is Sensitivity.RESTRICTED
+    stored = scoped.stat(ref).record
+    assert stored is not None
+    assert stored.sensitivity is Sensitivity.RESTRICTED
     assert scoped.search(key.decode(), limit=5) == []
 
 
