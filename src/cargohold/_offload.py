@@ -86,15 +86,17 @@ HEAVY_THRESHOLD = 32 * KiB
 """The default heavy threshold: results of at least this many bytes are offloaded."""
 
 OVERLAP_BYTES = 4 * MiB
-"""From this size on, an offload's put runs on a thread of its own while its stub is made.
+"""From this size on, a text body's put runs on a thread of its own while its stub is made.
 
 The put's I/O (hashing, write, fsync, SQLite) releases the GIL, but the projection beside it is
 mostly pure Python, which hands the GIL back only every switch interval (5 ms): each time the put
-returns from a call that released it, it waits up to that long, and a local put makes a dozen
-such calls or more. Measured on the 2-core machines (busy, interleaved medians of the overlapped
-and the sequential offload): at 1 MiB the overlap saved nothing (0.7x to 1.3x, about 1.0x in the
-middle), at 4 MiB it saved about a sixth (0.78x to 1.02x); below this size the put and the
-projection run one after the other."""
+returns from a call that released it, it waits up to that long. A local put makes many such
+calls: two hashes per 64 KiB chunk before the write, and the chunk digests again while it syncs,
+so the put crawls while the projection runs. Measured on the 2-core machines (busy,
+interleaved medians of the overlapped and the sequential offload): at 1 MiB the overlap saved
+nothing (0.7x to 1.3x, about 1.0x in the middle), at 4 MiB about a sixth (0.78x to 1.02x), at
+16 MiB a few percent (0.78x to 1.09x); below this size the put and the projection run one after
+the other."""
 
 
 @dataclass(frozen=True, slots=True)
