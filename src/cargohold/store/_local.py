@@ -44,7 +44,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cargohold._errors import (
     CargoholdError,
@@ -100,9 +99,6 @@ from cargohold.store._search import (
     score,
     search_terms,
 )
-
-if TYPE_CHECKING:  # imported when the pool is made: concurrent.futures costs a CLI ~7 ms
-    from concurrent.futures import ThreadPoolExecutor
 
 _STAGE_ATTEMPTS = 8
 """A staged file gc took between its creation and its lock is made again under a new name."""
@@ -356,7 +352,6 @@ class LocalStore:
         self.limits = limits or Limits()
         self._clock = clock
         self._lock = threading.RLock()
-        self._pool: ThreadPoolExecutor | None = None
         root_path = Path(default_root() if root is None else root).expanduser()
         try:
             _mkdir_private(root_path)
@@ -603,28 +598,20 @@ class LocalStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _stage(self, data: bytes, ref: Ref, held: list[int]) -> tuple[str, bytes]:
-        """Write ``data`` to a private staging file and fsync it; hash its chunks meanwhile.
+    def _stage(self, write: PreparedWrite, held: list[int]) -> tuple[str, bytes]:
+        """Write the body to a private staging file and fsync it; its path and chunk digests.
 
         The staged file's descriptor, holding an exclusive ``flock`` that says "a live writer
         owns this file", is appended to ``held``: the caller closes it once the file is renamed
         into place or removed, never before (gc removes any staged file it can lock).
 
-        hashlib releases the GIL on large buffers, so the chunk digests cost nothing on a second
-        core while the disk syncs. A body of one chunk (or none) is its own only chunk: its
-        chunk digest is the reference's digest, already computed.
+        The chunk digests are the write's own (:func:`prepare_write` makes them in the pass
+        that makes the reference): the body is not hashed again here.
         """
-        pending = None
-        if len(data) > CHUNK_SIZE:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cargohold-hash")
-            pending = self._pool.submit(chunk_digests, data)
         staged, fd = self._create_staged()
         held.append(fd)
         try:
-            view = memoryview(data)
+            view = memoryview(write.data)
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
@@ -635,8 +622,7 @@ class LocalStore:
             held.remove(fd)
             os.close(fd)  # after the unlink: gc must never find the file unlocked
             raise
-        chunks = pending.result() if pending is not None else bytes.fromhex(ref.digest)
-        return staged, chunks
+        return staged, write.chunks
 
     def _create_staged(self) -> tuple[str, int]:
         """A new, empty staging file, locked by this writer; its path and descriptor."""
@@ -741,7 +727,7 @@ class LocalStore:
         locks: list[int] = []
         chunks = b""
         if known is None:
-            staged, chunks = self._stage(write.data, write.ref, locks)
+            staged, chunks = self._stage(write, locks)
         try:
             with self._write() as db:
                 now = self._clock()
@@ -768,7 +754,7 @@ class LocalStore:
                 blob_written = blob is None or not self._blob_sound(scope.tenant, digest, size)
                 if blob_written:
                     if staged is None:  # gc removed the blob since we looked: stage it now
-                        staged, chunks = self._stage(write.data, write.ref, locks)
+                        staged, chunks = self._stage(write, locks)
                     if blob is None:
                         if tenant_quota(self.limits) != (None, None):
                             objects, held = db.execute(_TENANT_USAGE, (scope.tenant,)).fetchone()
@@ -1486,14 +1472,11 @@ class LocalStore:
         return self._marker_key
 
     def close(self) -> None:
-        """Close the index and the hashing thread. Idempotent."""
+        """Close the index. Idempotent."""
         with self._lock:
             if not self._closed:
                 self._closed = True
                 self._db.close()
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
 
     def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
         """Flip one stored byte in place, as a disk fault would. For tests of ``stale``."""
