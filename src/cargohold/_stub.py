@@ -226,7 +226,8 @@ def render_stub(
     key: bytes | None = None,
     detection: Detection | None = None,
 ) -> Stub:
-    """Render the stub of stored bytes. The bytes must already be stored under ``ref``.
+    """Render the stub of stored bytes (it may be made while they are written, but is never
+    handed out before they are stored).
 
     Args:
         data: The exact stored bytes (the preview is made from them).
@@ -435,8 +436,9 @@ def render_compact_stub(
         find it: artifact_search(query) | read it: artifact_read(ref, offset, length), artifact_grep(ref, pattern)
         [cargohold] end of stub | budget light | check 1a2b3c4d5e6f7a8b
 
-    The bytes must already be stored under ``ref``. Same bytes, same facts, same key: the same
-    stub, byte for byte (the tokens are the calibrated estimate of the media type's family,
+    It is handed out only once the bytes are stored under ``ref`` (it may be made while they
+    are written: the offloader overlaps the two for large bodies). Same bytes, same facts,
+    same key: the same stub, byte for byte (the tokens are the calibrated estimate of the media type's family,
     not a tokenizer's count, so an install with or without one gives the same text).
 
     Args:
