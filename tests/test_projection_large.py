@@ -192,6 +192,12 @@ DOCUMENTS = {
     "wrapped": lambda: _wrapped(300_000),
     "map of records": lambda: orjson.dumps({f"id-{r['id']:06d}": r for r in _records(3000)}),
     "geo": lambda: _geo(12_000),
+    "records over 64 KiB": lambda: orjson.dumps(
+        [
+            {"id": n, "points": [[-61.14917 + k * 1e-4, 43.42027 - k * 1e-4] for k in range(3000)]}
+            for n in range(30)
+        ]
+    ),
     "maps of maps": lambda: orjson.dumps(
         [{f"k{j}": {"a": j, "b": [j, j]} for j in range(60)} for _ in range(200)]
     ),

@@ -137,24 +137,57 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-def _compact_len(value: Any) -> int:
-    """``len(_dumps(value))`` as orjson would write the whole value, whatever its size: a
-    large simdjson proxy is measured part by part (each part written by orjson, none of them
-    more than ``_REDUMP_MAX`` bytes of Python values at a time); past ``_PIECES_MAX`` parts in
-    one container, simdjson's minified length is taken instead."""
+def _pieces(value: Any) -> Iterator[bytes]:
+    """The value's compact JSON as orjson writes it, in pieces: a large simdjson proxy part by
+    part (each part written by orjson, none of them more than ``_REDUMP_MAX`` bytes of Python
+    values at a time); past ``_PIECES_MAX`` parts in one container, as simdjson minifies it."""
     if not isinstance(value, _PROXIES):
-        return len(orjson.dumps(value))
+        yield orjson.dumps(value)
+        return
     mini = _mini(value)
     if len(mini) <= _REDUMP_MAX:
-        return len(orjson.dumps(orjson.loads(mini)))
-    del mini
+        yield orjson.dumps(orjson.loads(mini))
+        return
     if len(value) > _PIECES_MAX:
-        return len(_mini(value))
+        yield mini
+        return
+    del mini
     if isinstance(value, _SIMD_ARRAYS):
-        parts = sum(_compact_len(element) + 1 for element in value)
-    else:
-        parts = sum(len(orjson.dumps(key)) + _compact_len(value[key]) + 2 for key in value)
-    return parts + (1 if len(value) else 2)
+        yield b"["
+        for index, element in enumerate(value):
+            if index:
+                yield b","
+            yield from _pieces(element)
+        yield b"]"
+        return
+    yield b"{"
+    for index, key in enumerate(value):
+        yield (b",%s:" if index else b"%s:") % orjson.dumps(key)
+        yield from _pieces(value[key])
+    yield b"}"
+
+
+def _compact_len(value: Any) -> int:
+    """``len(_dumps(value))`` as orjson would write the whole value, whatever its size."""
+    return sum(map(len, _pieces(value)))
+
+
+def _shown(value: Any, limit: int) -> str:
+    """``clip`` of the value's compact JSON as orjson writes it, whatever its size: a large
+    simdjson proxy is written in pieces, of which only the first ``limit`` characters are
+    kept and the rest counted."""
+    head: list[str] = []
+    kept = total = 0
+    for piece in _pieces(value):
+        text = piece.decode()
+        total += len(text)
+        if kept <= limit:
+            head.append(text)
+            kept += len(text)
+    shown = "".join(head)
+    if total <= limit:
+        return clip(shown, limit)
+    return shown[: limit - 12] + f" [+{total - limit + 12} chars]"
 
 
 def _type(value: Any) -> str:
@@ -977,7 +1010,7 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
         else:
             line = (
                 f"{title}, re-serialised compactly (not located in the bytes; "
-                f"query {path} for it): {clip(_dumps(value).decode(), 260)}"
+                f"query {path} for it): {_shown(value, 260)}"
             )
         out.add_cut(line, reserve=room)
 
