@@ -894,6 +894,21 @@ def test_with_the_reject_policy_a_log_holding_credentials_is_withheld_with_kinds
     _assert_nowhere(result, stream, caplog, log.values)
 
 
+def test_a_small_redacted_result_without_a_final_newline_counts_the_note_and_its_line_break(
+    scoped: ScopedStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = _fake(sorted(FAKES)[0], seed=3)
+    offloader, sink, _ = _observed(scoped, caplog)
+
+    result = offloader.offload(f"config: {fake.text}", tool="read_config")
+
+    assert sink.events == [result.event]
+    assert result.outcome is OffloadOutcome.INLINE
+    assert result.model_text.count("\n") == 1  # the line break before the note
+    assert result.event.context_bytes == len(result.model_text.encode())
+    assert result.event.context_bytes > len(str(result.content).encode())
+
+
 @pytest.mark.parametrize("name", sorted(FAKES))
 def test_by_default_a_small_result_holding_any_kind_stays_inline_redacted(
     scoped: ScopedStore, caplog: pytest.LogCaptureFixture, name: str
@@ -921,7 +936,8 @@ def test_by_default_a_small_result_holding_any_kind_stays_inline_redacted(
     assert note.startswith("[cargohold] credentials redacted from this result: ")
     assert _listed_lines(note) == {kind.value: [2] for kind in fake.kinds}
     assert result.value_for(value) == result.content + note
-    assert result.event.context_bytes == len(result.content.encode())
+    # What entered the context: the redacted result and its note line.
+    assert result.event.context_bytes == len(result.model_text.encode())
     _assert_nowhere(result, stream, caplog, fake.values)
 
 

@@ -181,6 +181,14 @@ _NOTE_BYTES = 512
 """The most a redaction note takes, marker included (every kind is named well within it)."""
 
 
+def _note_bytes(data: bytes) -> int:
+    """The bytes :func:`with_note` adds to redacted inline ``data`` (its line break included)."""
+    note = redaction_note(data, _NOTE_BYTES, stored=False)
+    if not note:
+        return 0
+    return len(f"{MARKER} {note}".encode()) + (1 if data and not data.endswith(b"\n") else 0)
+
+
 def with_note(text: str, note: str) -> str:
     """``text`` with ``note`` as its own final line (``text`` itself when ``note`` is empty)."""
     if not note:
@@ -456,6 +464,9 @@ class Offloader:
             elif not isinstance(value, bytes | bytearray | memoryview):
                 inline = data.decode("utf-8", "surrogatepass")  # the text, or serialized JSON
             reason = Reason.CREDENTIAL_REDACTED if redacted else Reason.BELOW_THRESHOLD
+            # What enters the context: the body, and the note of what was redacted from it as
+            # its own final line (OffloadResult.model_text).
+            context = len(data) + (_note_bytes(data) if redacted else 0)
             event = self._event(
                 OffloadOutcome.INLINE,
                 reason,
@@ -463,8 +474,8 @@ class Offloader:
                 limit,
                 None,
                 tool,
-                context_bytes=len(data),
-                tokens=estimate_tokens(len(data), family),
+                context_bytes=context,
+                tokens=estimate_tokens(context, family),
             )
             return OffloadResult(OffloadOutcome.INLINE, reason, inline, None, None, event, redacted)
         with CPU_BOUND:  # a parse of the body at most, as the projection's
