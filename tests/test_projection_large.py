@@ -119,6 +119,19 @@ def test_paragraphs_of_a_large_page_are_quoted_at_their_own_byte_offsets() -> No
         assert data[start : start + len(text.encode())] == text.encode()
 
 
+def test_a_large_page_of_text_with_no_tag_near_its_cuts_is_read_from_its_text() -> None:
+    words = b"word " * 700_000
+    data = b"<html><body><p>" + words + b"</p></body></html>"
+    visible = len(words.strip()) - words.count(b" ") + words.count(b" ")  # spaces are shown
+
+    projection = project(data, media_type="text/html", budget=BUDGET)
+
+    first = projection.preview.splitlines()[0]
+    assert abs(_about(first, "characters of visible text") - visible) < visible / 10
+    assert "\n  at byte 15: word word word" in projection.preview
+    assert projection.preview.splitlines()[-1].endswith("word word word")
+
+
 def test_a_large_page_stub_stays_within_its_budget_at_every_budget() -> None:
     data = _large_page(3 * 1024 * 1024)
 

@@ -289,11 +289,13 @@ def project_html(data: bytes, detection: Detection, budget: int) -> str:
     if len(data) <= _WHOLE_MAX:
         return _render(data, _read(data), budget, None)
     # A sixteenth of the page at most: a DOM takes up to twenty times markup dense with tags.
+    # The parts are cut before a tag, so none is cut inside one; where the bytes near the cut
+    # hold no tag (a long text or script), they are cut where the size says.
     head = min(_HEAD, len(data) // 16)
-    head_end = data.rfind(b"<", 0, head)
+    head_end = data.rfind(b"<", head // 2, head)
     head_end = head_end if head_end > 0 else head
     page = _read(data[:head_end])
-    tail_start = data.find(b"<", len(data) - _TAIL)
+    tail_start = data.find(b"<", len(data) - _TAIL, len(data) - _TAIL // 2)
     tail_start = tail_start if tail_start >= 0 else len(data) - _TAIL
     ending = _read(data[tail_start:], ending_only=True)
     tags, links, scanned = _sampled_tags(data)
