@@ -1,7 +1,9 @@
 """The HTML projector: title, heading outline, counts, the main text's start and the text's end.
 
-The page is parsed once by lexbor (through ``selectolax``: C, a 16 MiB page in a few hundred
-milliseconds). Script, style, template, svg, nav, footer, aside, noscript, the ``<head>``, and
+A page of up to 2 MiB is parsed once, whole, by lexbor (through ``selectolax``: C); its DOM
+takes nine to twenty times the page. A larger page is read in bounded parts (its start, its end,
+and its tags counted in windows spread over it), and the preview says which of its figures are
+estimated. Script, style, template, svg, nav, footer, aside, noscript, the ``<head>``, and
 elements marked ``role="navigation"`` (or banner, contentinfo), ``hidden`` or
 ``aria-hidden="true"``, and containers whose class or id names page chrome (menus, tables of
 contents, banners) are dropped before the text is read; a ``<header>`` is dropped outside

@@ -7,7 +7,11 @@ sample), the first and the last record verbatim, the document's last bytes, and 
 that work with ``artifact_query`` as they stand.
 
 Walks are bounded: arrays are sampled (first, last and evenly spaced elements), so the cost
-beyond parsing stays small whatever the document.
+beyond parsing stays small whatever the document. A body over 256 KiB is read by simdjson, not
+as Python values (ten to twenty times the body): its proxies are walked, looked up or written
+out part by part, never converted whole, and every figure or text a preview shows is the one
+orjson's Python values would give (floats written as orjson writes them), so the preview is
+the same whichever parser read the body.
 """
 
 from __future__ import annotations
