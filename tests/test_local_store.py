@@ -1241,6 +1241,67 @@ def test_a_damaged_search_table_blocks_no_put_and_no_gc_and_verify_names_what_it
         assert ("unindexed", None) in findings
 
 
+def _damage_search(store_root: Path) -> None:
+    with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
+        db.execute("UPDATE search_text_data SET block = zeroblob(length(block))")
+        db.commit()
+
+
+KEY_TEXT = "AKIA" + "Q3EXAMPLEKEY7ZZZ"
+KEYED = f"aws key {KEY_TEXT} in config\n".encode() * 20
+
+
+def test_a_restricted_re_put_while_search_is_off_leaves_no_unmasked_search_row(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        ref = scoped.put(KEYED).ref  # internal: indexed in clear
+        # The state a damaged search table leaves this store in (white box: whatever set it,
+        # the FTS5 table here still answers, as a table damaged elsewhere may).
+        store._search_damaged = True
+        scoped.put(KEYED, sensitivity="restricted")
+
+        assert scoped.search(KEY_TEXT, limit=5) == []
+        assert scoped.search("config", limit=5) == []  # unindexed now: verify says so
+        assert scoped.stat(ref).record is not None
+
+
+def test_a_record_gc_removed_while_search_was_off_leaves_no_row_a_later_put_inherits(
+    store_root: Path, clock: FakeClock
+) -> None:
+    with _opened(store_root, clock) as store:
+        ScopedStore(store, ALICE).put(KEYED, ttl=5)
+        store._search_damaged = True  # as above
+        clock.advance(6)
+        assert store.gc().artifacts == 1
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        ref = scoped.put(KEYED, sensitivity="restricted").ref
+
+        assert scoped.search(KEY_TEXT, limit=5) == []
+        assert [hit.ref for hit in scoped.search("config", limit=5)] == [ref]
+
+
+def test_a_full_disk_during_a_search_change_is_a_store_error_not_taken_for_damage(
+    store_root: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*args: object) -> None:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorcode = 13  # type: ignore[attr-defined]  # SQLITE_FULL
+        raise error
+
+    with _opened(store_root, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        monkeypatch.setattr(LocalStore, "_add_doc", staticmethod(full))
+        with pytest.raises(StoreError):
+            scoped.put(b"a text body while the disk is full\n" * 50)
+        monkeypatch.undo()
+        ref = scoped.put(b"a text body once there is room\n" * 50).ref
+
+        assert [hit.ref for hit in scoped.search("room", limit=5)] == [ref]
+
+
 def test_verify_reports_a_record_whose_size_is_not_its_blobs(
     local_store: LocalStore, store_root: Path
 ) -> None:

@@ -104,8 +104,10 @@ class PreparedWrite:
     complete: bool
     classification: str | None
     parent: Ref | None
-    chunks: bytes = field(default=b"", repr=False)
-    """The per-chunk digests (:func:`chunk_digests`), computed in the same pass as ``ref``."""
+    chunks: bytes = field(repr=False)
+    """The per-chunk digests (:func:`chunk_digests`), computed in the same pass as ``ref``:
+    what a stored blob's range reads are checked against (required: empty digests would make
+    every range read stale)."""
 
 
 def _digests(body: bytes) -> tuple[str, bytes]:

@@ -327,6 +327,11 @@ def _translated() -> Iterator[None]:
         raise StoreUnavailableError("store I/O failed") from exc
 
 
+_FTS_DAMAGE = frozenset({11, 19})
+"""SQLite's primary result codes FTS5 answers a damaged table with: SQLITE_CORRUPT (11, as
+SQLITE_CORRUPT_VTAB) and SQLITE_CONSTRAINT (19, when it writes a damaged segment)."""
+
+
 class _SearchDamaged(Exception):
     """The search table refused a change: the write transaction is run again without it."""
 
@@ -479,47 +484,59 @@ class LocalStore:
             os.close(fd)
         return index_text(head, media_type, label)
 
-    def _search_change(self, db: sqlite3.Connection, change: Callable[[], None]) -> None:
+    def _search_change(self, db: sqlite3.Connection, change: Callable[[bool], None]) -> None:
         """Change the search rows inside the caller's write transaction.
 
-        FTS5 answers a damaged table with an error (often only when it writes what it
-        buffered, at the savepoint's release), which rolls back the whole transaction: every
-        text put, and gc's removal of expired records, would fail until the table is rebuilt.
-        So the error becomes :class:`_SearchDamaged`: the caller runs its transaction again
-        with search changes off for this store's life (:attr:`_search_damaged`), and the
-        record is written (or removed) without its search row. ``verify`` reports the damage
-        (``unindexed``), and search misses what it cannot index; no byte is lost. A locked or
-        busy database still raises as itself.
+        ``change(fts)`` makes the change; ``fts`` false: only its ``search_docs`` part (a
+        plain table, which search joins on), never the FTS5 table's.
+
+        FTS5 answers a damaged table with SQLITE_CORRUPT (or SQLITE_CONSTRAINT, when it
+        writes what it buffered at the savepoint's release), which would roll back the whole
+        transaction: every text put, and gc's removal of expired records, would fail until
+        the table is rebuilt. So such an error becomes :class:`_SearchDamaged`: the caller
+        runs its transaction again with the FTS5 table left alone for this store's life
+        (:attr:`_search_damaged`). A search row's ``search_docs`` part is still removed with
+        its record (a text left in FTS5 is then unreachable: search joins on the docs), and
+        a new record gets no search row (``verify`` reports the damage as ``unindexed``;
+        search misses what it cannot index; no byte is lost). Any other error (a full disk,
+        an I/O error, a locked database) raises as itself.
         """
         if self._search_damaged:
+            change(False)
             return
         db.execute("SAVEPOINT search_change")
         try:
-            change()
+            change(True)
             db.execute("RELEASE search_change")  # where FTS5 writes what it buffered
         except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and (
-                "locked" in str(exc) or "busy" in str(exc)
-            ):
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _FTS_DAMAGE:
                 raise
             raise _SearchDamaged from exc
 
     @staticmethod
-    def _unindex(db: sqlite3.Connection, owner: tuple[str, str, str], digest: str) -> None:
+    def _unindex(
+        db: sqlite3.Connection, owner: tuple[str, str, str], digest: str, fts: bool
+    ) -> None:
         """Remove the search rows of ``(owner, digest)``, in the caller's transaction."""
-        db.execute(_UNINDEX_TEXT, (*owner, digest))
+        if fts:
+            db.execute(_UNINDEX_TEXT, (*owner, digest))
         db.execute(_UNINDEX_DOC, (*owner, digest))
 
     @staticmethod
     def _add_doc(
         db: sqlite3.Connection, owner: tuple[str, str, str], digest: str, text: str
     ) -> None:
-        """One search document for ``(owner, digest)``, in the caller's transaction."""
+        """One search document for ``(owner, digest)``, in the caller's transaction.
+
+        A text FTS5 may still hold under the new document's id (one whose document went while
+        the table was damaged: ids are reused) is removed first, so no document is ever found
+        by another body's words."""
         (doc,) = db.execute(
             "INSERT INTO search_docs (tenant, user, session, digest) VALUES (?, ?, ?, ?)"
             " RETURNING id",
             (*owner, digest),
         ).fetchone()
+        db.execute("DELETE FROM search_text WHERE rowid = ?", (doc,))
         db.execute("INSERT INTO search_text (rowid, body) VALUES (?, ?)", (doc, text))
 
     @contextlib.contextmanager
@@ -791,18 +808,21 @@ class LocalStore:
                         " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                         (*scope.owner, digest),
                     )
-                    self._search_change(db, lambda: self._unindex(db, scope.owner, digest))
+                    self._search_change(db, lambda fts: self._unindex(db, scope.owner, digest, fts))
                 if old is not None and existing and sensitivity is not old.sensitivity:
                     # Raised to restricted: the search row is written again from the masked copy.
-                    self._search_change(db, lambda: self._unindex(db, scope.owner, digest))
+                    self._search_change(db, lambda fts: self._unindex(db, scope.owner, digest, fts))
                 indexed = db.execute(_INDEXED, (*scope.owner, digest)).fetchone() is not None
                 if text is not None and not indexed:
                     # Indexed in the put's transaction: a record and its search row commit
                     # together (and a re-put writes a lost one again).
                     indexed_text = text
-                    self._search_change(
-                        db, lambda: self._add_doc(db, scope.owner, digest, indexed_text)
-                    )
+
+                    def index(fts: bool) -> None:
+                        if fts:  # no document without its text: unindexed, verify says
+                            self._add_doc(db, scope.owner, digest, indexed_text)
+
+                    self._search_change(db, index)
                 db.execute(
                     "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
@@ -1143,8 +1163,9 @@ class LocalStore:
             # verify reports, when a damaged search table refuses: the records still go).
             rows = [tuple(row) for row in expired]
 
-            def unindex() -> None:
-                db.executemany(_UNINDEX_TEXT, rows)
+            def unindex(fts: bool) -> None:
+                if fts:
+                    db.executemany(_UNINDEX_TEXT, rows)
                 db.executemany(_UNINDEX_DOC, rows)
 
             self._search_change(db, unindex)
