@@ -218,3 +218,35 @@ def test_the_cli_tags_its_events_so_report_session_finds_a_cli_offload(tmp_path:
     assert shown.exit_code == 0, shown.output
     assert "tool_of_a" in shown.stdout
     assert "tool_of_b" not in shown.stdout
+
+
+def test_a_key_the_store_could_not_give_at_first_is_asked_again_and_later_events_are_tagged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import cargohold._events
+
+    monkeypatch.setattr(cargohold._events, "_RUN_RETRY_SECONDS", 0.0)
+    memory = ListSink()
+    scope = Scope(TENANT, USER, "s1")
+    key = b"k" * 32
+    calls: list[int] = []
+
+    def flaky() -> bytes:  # the store is down at the first event, back at the second
+        calls.append(1)
+        if len(calls) == 1:
+            raise StoreError("down for a moment")
+        return key
+
+    reporter = cargohold.Reporter([memory]).for_scope(flaky, scope)
+    for _ in range(2):
+        reporter.decide(
+            cargohold.Operation.OFFLOAD,
+            cargohold.OffloadOutcome.INLINE,
+            cargohold.ContentKind.TOOL_RESULT,
+            cargohold.Reason.BELOW_THRESHOLD,
+            observed_bytes=5,
+            limit_bytes=10,
+            ref=None,
+        )
+
+    assert [e.run for e in memory.events] == [None, run_tag(key, scope)]

@@ -22,6 +22,7 @@ import itertools
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -430,26 +431,36 @@ def run_tag(key: bytes, scope: Scope) -> str:
     return hmac.new(key, _RUN_LABEL + owner, hashlib.sha256).hexdigest()[:16]
 
 
+_RUN_RETRY_SECONDS = 5.0
+"""How long an event goes untagged after the store could not give its key, before the key
+is asked for again."""
+
+
 class _LazyRun:
     """A scope's run tag, computed at the first event (from the store's marker key, which a
     store may make or fetch on first use) and then kept. A key the store cannot give leaves
     the events without a tag: reporting never breaks a decision."""
 
-    __slots__ = ("_key", "_known", "_scope", "_value")
+    __slots__ = ("_key", "_known", "_retry_at", "_scope", "_value")
 
     def __init__(self, key: Callable[[], bytes], scope: Scope) -> None:
         self._key = key
         self._scope = scope
         self._value: str | None = None
         self._known = False
+        self._retry_at = 0.0
 
     def __call__(self) -> str | None:
-        if not self._known:  # two threads may both compute it: the same value either way
+        # Two threads may both compute it: the same value either way.
+        if not self._known and time.monotonic() >= self._retry_at:
             try:
                 self._value = run_tag(self._key(), self._scope)
+                self._known = True
             except Exception as exc:  # a store that cannot give its key: no tag, no failure
+                # Asked again later, not never: a store down at the first event (often the
+                # store_unavailable event itself) must not leave the whole run untagged.
+                self._retry_at = time.monotonic() + _RUN_RETRY_SECONDS
                 _log.warning("cargohold run tag unavailable (%s)", type(exc).__name__)
-            self._known = True
         return self._value
 
 
