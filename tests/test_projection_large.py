@@ -132,6 +132,26 @@ def test_a_large_page_of_text_with_no_tag_near_its_cuts_is_read_from_its_text() 
     assert projection.preview.splitlines()[-1].endswith("word word word")
 
 
+def test_markup_nested_past_the_parsers_bound_is_shown_verbatim_not_parsed() -> None:
+    # lexbor looks through the open containers at each new one: 2 MiB of unclosed <div> took
+    # minutes to parse; a page nesting 12,000 of them gets the verbatim head and tail.
+    data = b"<html><body>" + b"<div><span>deep</span>" * 12_000 + b"</body></html>"
+
+    projection = project(data, media_type="text/html", budget=BUDGET)
+
+    assert projection.kind == "html"
+    assert projection.classification is ProjectionClass.EXACT_REQUIRED
+
+
+def test_markup_nested_a_few_thousand_deep_is_still_parsed() -> None:
+    data = b"<html><body>" + b"<DIV><span>deep</span>" * 3_000 + b"<p>The last words.</p>"
+
+    projection = project(data, media_type="text/html", budget=BUDGET)
+
+    assert projection.classification is ProjectionClass.COMPRESSIBLE
+    assert projection.preview.splitlines()[-1].endswith("The last words.")
+
+
 def test_a_large_page_stub_stays_within_its_budget_at_every_budget() -> None:
     data = _large_page(3 * 1024 * 1024)
 
