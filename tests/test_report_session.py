@@ -250,3 +250,21 @@ def test_a_key_the_store_could_not_give_at_first_is_asked_again_and_later_events
         )
 
     assert [e.run for e in memory.events] == [None, run_tag(key, scope)]
+
+
+def test_a_guard_stop_in_the_default_events_log_is_in_its_sessions_report(tmp_path: Path) -> None:
+    log = tmp_path / "guard-events.jsonl"
+    env = {"CARGOHOLD_EVENTS_LOG": str(log)}
+    store = ["--store", str(tmp_path / "store"), "--tenant", TENANT, "--user", USER]
+    leak = Path(__file__).parent / "fixtures" / "guard" / "openai_chat_leak.json"
+    stopped = CliRunner().invoke(
+        cli, [*store, "--session", "g1", "guard", str(leak), "--format", "openai-chat"], env=env
+    )
+    assert stopped.exit_code == 9, stopped.output
+
+    mine = _cli(tmp_path, "report", "--events", str(log), "--session", "g1")
+    other = _cli(tmp_path, "report", "--events", str(log), "--session", "g2")
+
+    assert mine.exit_code == 0, mine.output
+    assert "1 decision event" in mine.stdout
+    assert "0 decision events" in other.stdout or "no decision events" in other.stdout

@@ -228,9 +228,9 @@ class App:
 
     def scoped_reporter(self) -> Reporter:
         """:attr:`reporter` with this scope's run tag on its events (``cargohold report
-        --session``). Not the plain reporter's: ``cargohold guard`` opens the store only when
-        it meets a marker, and a tag needs the store's key."""
-        return self.reporter.for_scope(self.store.marker_key, self.scoped.scope)
+        --session``). The store's key is read at the first event, so a command that reports
+        nothing (``cargohold guard`` passing a request) never opens the store for it."""
+        return self.reporter.for_scope(lambda: self.store.marker_key(), self.settings.scope())
 
     def offloader(self, *, threshold: int | None = None) -> Offloader:
         """An offloader on this scope with the configured threshold, budget and reporter."""

@@ -94,8 +94,10 @@ def guard(
         tool_thresholds=app.settings.tool_thresholds,
         margin=margin if margin is not None else app.settings.window_margin,
         windows=app.settings.model_windows,
-        reporter=app.scoped_reporter() if app.events_in_store else app.reporter,  # read by run tag
-        key=lambda: app.store.marker_key(),  # the store is opened only if a marker is met
+        # Tagged with the scope's run (report --session): the store's key is read at the first
+        # event, as it is for a marker, so a request that passes never opens the store.
+        reporter=app.scoped_reporter(),
+        key=lambda: app.store.marker_key(),
     )
     try:
         report = checker.check(request, format=request_format, model=model)

@@ -115,7 +115,7 @@ class ArtifactFigures:
     content_kind: str
     kind: str | None = None
     """The projection kind its offload event named (``json``, ``csv``, ``log``...); ``None``
-    in a log written before events carried it."""
+    in a log written before events carried it, or by a hand-built reporter."""
     reads: int = 0
     read_bytes: int = 0
     read_outcomes: dict[str, int] = field(default_factory=dict)
@@ -202,7 +202,7 @@ class RunReport:
     other_runs: int = 0
     """Events of other runs (other sessions) left out."""
     untagged: int = 0
-    """Events without a run tag (written before events carried one) left out."""
+    """Events without a run tag (older events, or a hand-built reporter's) left out."""
 
     @property
     def kept_out_bytes(self) -> int:

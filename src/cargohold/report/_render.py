@@ -70,7 +70,7 @@ def _left_out(report: RunReport) -> str:
         return ""
     return (
         f" of this session; {report.other_runs:,} of other sessions and {report.untagged:,}"
-        " without a run tag (written before events carried one) left out"
+        " without a run tag (older events, or a hand-built reporter's) left out"
     )
 
 
