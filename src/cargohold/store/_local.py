@@ -1206,15 +1206,16 @@ class LocalStore:
 
         "No row names it" proves a file garbage only while the index is whole, so none is
         listed (``verify`` still reports each) when a blob row is malformed (its file may be
-        the one the row meant), when the index names no blob at all (a lost index, made anew
-        empty), or for a file older than the index's ``since`` (a lost index, made anew, then
-        written to): such a file may hold bytes a record named, and is never swept.
+        the one the row meant), or for a file older than the index's ``since`` (a lost index,
+        made anew, empty or written to since): such a file may hold bytes a record named, and
+        is never swept. An index that names no blob is not in doubt by itself: every blob may
+        have expired and gone, and a writer killed after that leaves a file younger than it.
         """
         named: dict[str, set[str]] = {}
         with self._lock:
             rows = self._index.execute("SELECT tenant, digest, size FROM blobs").fetchall()
             (since,) = self._index.execute("SELECT since FROM stats WHERE id = 1").fetchone()
-        if not rows or not isinstance(since, float):
+        if not isinstance(since, float):
             return []
         for tenant, digest, size in rows:
             if not isinstance(tenant, str) or not is_digest(digest) or not is_row_int(size):
