@@ -40,8 +40,9 @@ _DISTINCT_MAX = 2_000
 """Distinct strings counted per field; past this, "over 2,000 distinct"."""
 _ORJSON_MAX = 256 * 1024
 """Largest body read as Python values (orjson: ten to twenty times the body, and the fastest
-walks); a larger one is read as simdjson's lazy proxies (its tape: about twice the body, outside
-Python's heap), whose values are only made Python where a sample or a shown value needs them."""
+walks); a larger one is read as simdjson's lazy proxies (its document: about four times the body in
+resident memory, outside Python's heap), whose values are only made Python where a sample or a
+shown value needs them."""
 _FALLBACK_MAX = 4 * 1024 * 1024
 """Largest body read as Python values when simdjson cannot read it."""
 _MAX_KEYS = 12
