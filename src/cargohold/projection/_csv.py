@@ -48,6 +48,9 @@ _DATETIME = re.compile(
     rf"|{_US_DATE} \d{{1,2}}:\d{{2}}(?::\d{{2}})?(?: ?[AaPp][Mm])?)"
 )
 _US_PARTS = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(.*)")
+_DATES = re.compile(rf"{_DATE.pattern}(?:\n{_DATE.pattern})*")
+_DATETIMES = re.compile(rf"{_DATETIME.pattern}(?:\n{_DATETIME.pattern})*")
+"""A column of dates or date-times joined by line breaks (no value holding one)."""
 
 
 def _reader(data: bytes, delimiter: str) -> Reader:
@@ -141,9 +144,12 @@ def _column_type(values: list[str]) -> str:
         return "digits"
     if all(v in _BOOLS for v in values):
         return "bool"
-    if all(_DATETIME.fullmatch(v) for v in values):
+    # The joined column in one regex pass, as for numbers, when no value holds a line break
+    # (which the joined pattern would read as two values); else value by value.
+    whole = joined.count("\n") == len(values) - 1
+    if _DATETIMES.fullmatch(joined) if whole else all(_DATETIME.fullmatch(v) for v in values):
         return "datetime"
-    if all(_DATE.fullmatch(v) for v in values):
+    if _DATES.fullmatch(joined) if whole else all(_DATE.fullmatch(v) for v in values):
         return "date"
     return "str"
 
@@ -265,7 +271,8 @@ def _lines_scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan | 
     quote = b'"'
     if quote in data and b"".join(data.split(quote)[1::2]).count(b"\n"):
         return None
-    if b"\x00" in data or b"\r" in data.replace(b"\r\n", b""):
+    # A lone carriage return: one not in a CRLF (counted, not searched for in a copy without them).
+    if b"\x00" in data or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n")):
         return None  # a NUL, or a lone carriage return (a line end to the csv module)
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
