@@ -507,3 +507,174 @@ def test_a_thinking_block_goes_back_upstream_with_its_signature_and_reaches_the_
     assert sent_back[0] == thinking
     assert sent_back[1]["name"] == "artifact_grep"
     assert sent_back[1]["input"]["pattern"] == "ERROR"
+
+
+# -- review: bounded reads, odd upstream answers on a later round, the splice's edges -----------
+
+
+def test_an_answer_of_many_read_calls_runs_at_most_eight_within_the_rounds_byte_budget(
+    gw: Rig,
+) -> None:
+    def many(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        last = payload["messages"][-1]["content"]
+        if isinstance(last, list) and last and str(last[0].get("tool_use_id")).startswith("r"):
+            return [{"type": "text", "text": "done"}]
+        ref = REF.findall(json.dumps(payload))[0]
+        read = {"ref": ref, "offset": 0, "length": 1024 * 1024, "budget": 1024 * 1024}
+        return [
+            {"type": "tool_use", "id": f"r{i}", "name": "artifact_read", "input": read}
+            for i in range(12)
+        ]
+
+    gw.fake.anthropic_reply = many
+    gw.anthropic().messages.create(
+        model="claude-fake", max_tokens=10, messages=anthropic_history(heavy_log() * 4)
+    )
+
+    results = gw.fake.received[1].json()["messages"][-1]["content"]
+    assert len(results) == 12
+    texts = [r["content"] for r in results]
+    assert sum(len(t.encode()) for t in texts) <= 256 * 1024 + 12 * 512  # answers' own lines
+    refused = [r for r in results if r.get("is_error") and r["content"].startswith("not run")]
+    assert len(refused) >= 4
+
+
+def _odd_upstream(second: bytes, status: int = 200, media: str = "application/json") -> Any:
+    """An upstream whose first answer calls artifact_grep (Chat) and whose second is
+    ``second`` as it is."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    seen: list[dict[str, Any]] = []
+
+    async def handle(request: Request) -> Response:
+        payload = json.loads(await request.body())
+        seen.append(payload)
+        if len(seen) > 1:
+            return Response(second, status_code=status, media_type=media)
+        message = chat_model(payload)
+        if payload.get("stream"):
+            chunk = {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "role": "assistant",
+                            "tool_calls": [{"index": 0, **message["tool_calls"][0]}],
+                        },
+                        "finish_reason": None,
+                    }
+                ],
+            }
+            end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+
+            async def events() -> Any:
+                for data in (chunk, end):
+                    yield f"data: {json.dumps(data)}\n\n".encode()
+                yield b"data: [DONE]\n\n"
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+        completion = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        }
+        return Response(json.dumps(completion), media_type="application/json")
+
+    return Starlette(routes=[Route("/{path:path}", handle, methods=["POST"])])
+
+
+@contextmanager
+def odd_rig(second: bytes, status: int = 200, media: str = "application/json") -> Iterator[str]:
+    with (
+        cargohold.open("memory://", tenant="t", user="u", session="gw") as hold,
+        serve(_odd_upstream(second, status, media)) as upstream,
+        serve(build_app(hold, GatewayConfig(upstream=upstream, read_tools=True))) as url,
+    ):
+        yield url
+
+
+def test_a_later_rounds_answer_without_a_choice_reaches_the_client_as_it_came() -> None:
+    with odd_rig(b'{"choices":[]}') as url:
+        client = openai.OpenAI(api_key=KEY, base_url=url + "/v1", max_retries=0)
+        answer = client.chat.completions.with_raw_response.create(
+            model="m", messages=chat_history(heavy_log())
+        )
+        client.close()
+
+    assert answer.status_code == 200
+    assert json.loads(answer.content) == {"choices": []}
+
+
+def test_a_later_rounds_html_error_mid_stream_is_an_api_error_in_the_sdk() -> None:
+    page = b"<html><body>502 Bad Gateway\r\n</body></html>"
+    with odd_rig(page, status=502, media="text/html") as url:
+        client = openai.OpenAI(api_key=KEY, base_url=url + "/v1", max_retries=0)
+        with pytest.raises(openai.APIError) as caught:
+            for _ in client.chat.completions.create(
+                model="m", messages=chat_history(heavy_log()), stream=True
+            ):
+                pass
+        client.close()
+
+    assert "502" in str(caught.value)
+
+
+def test_a_responses_answer_with_a_client_run_computer_call_goes_to_the_client(gw: Rig) -> None:
+    def with_computer(payload: dict[str, Any]) -> list[dict[str, Any]]:
+        read = responses_model(payload)[1]
+        computer = {
+            "type": "computer_call",
+            "id": "cu_1",
+            "call_id": "call_cu",
+            "action": {"type": "screenshot"},
+            "pending_safety_checks": [],
+            "status": "completed",
+        }
+        return [read, computer]
+
+    gw.fake.responses_reply = with_computer
+    response = gw.openai().responses.create(model="gpt-fake", input=responses_input(heavy_log()))
+
+    assert [item.type for item in response.output] == ["computer_call"]
+    assert len(gw.fake.received) == 1
+
+
+def test_the_event_reader_reads_the_same_events_however_the_stream_is_cut() -> None:
+    from cargohold.gateway._loop import EventReader, EventTooLarge
+
+    stream = b": hi\n\nevent: a\ndata: 1\n\ndata: 2\r\n\r\ndata: 3\n\r\ndata: [DONE]\n"
+    whole = EventReader()
+    expected = [*whole.feed(stream), *whole.close()]
+    cut = EventReader()
+    got = [e for i in range(len(stream)) for e in cut.feed(stream[i : i + 1])]
+    got += list(cut.close())
+
+    assert [(e.name, e.data) for e in got] == [(e.name, e.data) for e in expected]
+    assert [e.data for e in got] == ["", "1", "2", "3", "[DONE]"]
+    with pytest.raises(EventTooLarge):
+        list(EventReader(limit=100).feed(b"x" * 101))
+
+
+def test_a_streamed_round_that_ends_without_its_stop_is_not_continued() -> None:
+    from cargohold.gateway._loop import APIS, Event
+
+    splice = APIS["anthropic"].splice()
+    start = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "t", "name": "artifact_read", "input": {}},
+    }
+    for data in (start, {"type": "content_block_stop", "index": 0}):
+        splice.feed(Event(None, json.dumps(data), b""))
+    assert splice.calls() is None  # broken off before message_stop: the round is the last
+    splice.feed(Event(None, json.dumps({"type": "message_stop"}), b""))
+    assert splice.calls() is not None

@@ -40,7 +40,16 @@ from cargohold._events import Reason, RequestOutcome
 from cargohold._tokens import preload
 from cargohold.gateway._anthropic import ANTHROPIC
 from cargohold.gateway._chat import CHAT
-from cargohold.gateway._loop import APIS, Api, Call, Result, engages, events
+from cargohold.gateway._loop import (
+    APIS,
+    READ_TOOLS,
+    Api,
+    Call,
+    EventReader,
+    EventTooLarge,
+    Result,
+    engages,
+)
 from cargohold.gateway._persisted import DEFAULT_FOLDER
 from cargohold.gateway._provider import Provider
 from cargohold.gateway._responses import RESPONSES
@@ -525,6 +534,12 @@ class _Reads:
 
     async def answer(self, request: dict[str, Any]) -> Response:
         """The final answer to ``request`` (its history rewritten, the read tools added)."""
+        try:
+            return await self._answer(request)
+        except Exception as exc:  # a bug must not answer plain text
+            return _failed(self.provider, exc)
+
+    async def _answer(self, request: dict[str, Any]) -> Response:
         first = await self._open(request)
         if isinstance(first, Response):
             return first
@@ -540,8 +555,8 @@ class _Reads:
             await first.aclose()
 
     async def _open(self, request: dict[str, Any]) -> httpx.Response | Response:
-        try:
-            body = _dumps(request, self.python)
+        try:  # off the event loop: a long conversation takes milliseconds to write
+            body = await self.hold.arun(_dumps, request, self.python)
         except Exception as exc:  # a bug must not answer plain text
             return _failed(self.provider, exc)
         upstream = self.client.build_request(
@@ -555,8 +570,14 @@ class _Reads:
 
         def run() -> list[Result]:
             answers = []
-            for call in calls:
-                answer = self.hold.tools.call(call.name, call.arguments)
+            room = MAX_ROUND_BYTES
+            for number, call in enumerate(calls):
+                if number >= MAX_READ_CALLS or room <= 0:
+                    answers.append(Result(call, _TOO_MANY, True))
+                    continue
+                budget = self.hold.settings.read_budget
+                answer = self.hold.tools.call(call.name, _within(call, room, budget))
+                room -= len(answer.text.encode("utf-8", "surrogatepass"))
                 answers.append(Result(call, answer.text, answer.is_error))
             return answers
 
@@ -637,22 +658,25 @@ class _Reads:
         limit = self.config.max_response_bytes
         sent = 0
         for round_number in range(rounds + 1):
-            buffer = bytearray()
+            reader = EventReader()
             try:
-                async for chunk in answer.aiter_raw():
+                # Decoded: the gateway asked for no encoding, and reads what it relays.
+                async for chunk in answer.aiter_bytes():
                     sent += len(chunk)
                     if sent > limit:
                         raise ResponseCut("the upstream's response is over max_response_bytes")
-                    buffer += chunk
-                    for event in events(buffer):
+                    for event in reader.feed(chunk):
                         for out in splice.feed(event):
                             yield out
+                for event in reader.close():  # a last event without its blank line
+                    for out in splice.feed(event):
+                        yield out
             except httpx.HTTPError:
                 raise ResponseCut("the upstream's response broke off") from None
+            except EventTooLarge:
+                raise ResponseCut("the upstream sent an event over the size read whole") from None
             finally:
                 await answer.aclose()
-            if buffer:  # an unterminated last event: relayed as it came
-                yield bytes(buffer)
             calls = splice.calls()
             if calls is None or round_number == rounds:
                 for out in splice.finish():
@@ -662,34 +686,96 @@ class _Reads:
                 request, splice.turn(), splice.answer_id(), calls, last=round_number + 1 == rounds
             )
             if isinstance(following, Response):
-                yield _stream_error(following)
+                yield _stream_error(bytes(following.body))
                 return
             request = following
             opened = await self._open(request)
             if isinstance(opened, Response):
-                yield _stream_error(opened)
+                yield _stream_error(bytes(opened.body))
                 return
             if opened.status_code != 200:
-                data = await _read_answer(opened, limit)
-                await opened.aclose()
-                yield b"event: error\ndata: " + data.replace(b"\n", b" ") + b"\n\n"
+                try:
+                    data = await _read_answer(opened, MAX_ERROR_BYTES)
+                except ResponseCut:
+                    data = b""
+                finally:
+                    await opened.aclose()
+                yield _stream_error(self._upstream_error(opened.status_code, data))
                 return
             answer = opened
             splice.next_round()
 
+    def _upstream_error(self, status: int, data: bytes) -> bytes:
+        """A later round's upstream error as an error body the SDKs read: the upstream's own
+        when it is a JSON object, else one in the provider's shape."""
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return orjson.dumps(parsed)  # one line: no line break can cut the event
+        return self.provider.error(
+            status,
+            "upstream_error",
+            f"the upstream answered a read-tool round with HTTP {status}",
+        )
 
-def _stream_error(error: Response) -> bytes:
-    """A provider-shaped error as a server-sent ``error`` event: both Anthropic's and OpenAI's
-    SDKs raise it as an API error mid-stream."""
-    return b"event: error\ndata: " + bytes(error.body) + b"\n\n"
+
+def _stream_error(body: bytes) -> bytes:
+    """An error body (one line of JSON) as a server-sent ``error`` event: both Anthropic's and
+    OpenAI's SDKs raise it as an API error mid-stream."""
+    return b"event: error\ndata: " + body + b"\n\n"
+
+
+MAX_READ_CALLS = 8
+"""The most read-tool calls the gateway runs for one answer; the rest are answered with an
+error saying so (a hostile or confused model cannot make it read without end)."""
+
+MAX_ROUND_BYTES = 256 * 1024
+"""The most bytes the read-tool answers of one round return together: each call's budget is
+cut to what is left, so a follow-up cannot outgrow the context by reads alone."""
+
+MAX_ERROR_BYTES = 64 * 1024
+"""The most of an upstream's error body read on a later round."""
+
+_TOO_MANY = (
+    f"not run: the gateway runs at most {MAX_READ_CALLS} read calls, and returns at most "
+    f"{MAX_ROUND_BYTES:,} bytes of reads, for one answer. Read less at once (a line range, "
+    "a grep, a query), then read on."
+)
+
+
+def _within(call: Call, room: int, default: int) -> Any:
+    """``call``'s arguments, its budget (``default`` when it names none) cut to ``room``
+    bytes when the tool takes one."""
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return call.arguments  # the tool answers that the arguments are not JSON
+    if not isinstance(arguments, dict) or call.name not in _BUDGETED:
+        return arguments
+    asked = arguments.get("budget")
+    if asked is not None and (not isinstance(asked, int) or isinstance(asked, bool)):
+        return arguments  # the tool answers that the budget is not an integer
+    wanted = default if asked is None else asked
+    if wanted <= room:
+        return arguments
+    return {**arguments, "budget": max(1, room)}
+
+
+_BUDGETED = frozenset(
+    spec.name for spec in READ_TOOLS if "budget" in spec.parameters.get("properties", {})
+)
 
 
 async def _read_answer(answer: httpx.Response, limit: int) -> bytes:
-    """An upstream answer's whole body, refused past ``limit``."""
+    """An upstream answer's whole body, decoded, refused past ``limit``."""
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in answer.aiter_raw():
+        async for chunk in answer.aiter_bytes():
             size += len(chunk)
             if size > limit:
                 raise ResponseCut("the upstream's response is over max_response_bytes")

@@ -38,11 +38,26 @@ READ_TOOLS = tuple(spec for spec in SPECS if spec.read_only)
 
 NAMES = frozenset(spec.name for spec in READ_TOOLS)
 
+CLIENT_ITEMS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "mcp_approval_request",
+    }
+)
+"""Responses output items the client must answer (the provider runs the rest itself: web and
+file search, code interpreter, image generation, its own MCP calls): an answer holding one
+goes to the client."""
+
 REFERENCE = b"artifact://sha256/"
 """What a request carries once it holds a cargohold reference (every stub names one)."""
 
 # SSE (WHATWG HTML, server-sent events): events end at a blank line, lines end in CRLF, LF or CR.
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r|\r\n\n|\n\r\n")
 _LINE = re.compile(rb"\r\n|\n|\r")
 
 
@@ -65,31 +80,73 @@ class Event:
     raw: bytes
 
 
-def events(buffer: bytearray) -> Iterator[Event]:
-    """The complete events at the start of ``buffer``, removed from it as they are read."""
-    while True:
-        end = _EVENT_END.search(buffer)
-        if end is None:
-            return
-        block = bytes(buffer[: end.end()])
-        del buffer[: end.end()]
-        name: str | None = None
-        data: list[str] = []
-        for line in _LINE.split(block[: end.start()]):
-            text = line.decode("utf-8", "replace")
-            if not text or text.startswith(":"):
-                continue
-            key, _, value = text.partition(":")
-            value = value.removeprefix(" ")
-            if key == "event":
-                name = value
-            elif key == "data":
-                data.append(value)
-        if name is None and not data:
-            # A comment or keep-alive: relayed as it came.
-            yield Event(None, "", block)
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""The largest server-sent event read whole (a Responses ``response.completed`` event holds the
+whole answer); a longer one ends the stream."""
+
+
+class EventTooLarge(Exception):
+    """An event (or a body that is not a stream of events) past :data:`MAX_EVENT_BYTES`."""
+
+
+class EventReader:
+    """The server-sent events of a byte stream, each once its blank line has arrived.
+
+    Each search starts where the last one stopped (less the three bytes a blank line may
+    straddle), so reading is linear in the stream however the upstream cuts it.
+    """
+
+    __slots__ = ("_buffer", "_limit", "_scanned")
+
+    def __init__(self, limit: int = MAX_EVENT_BYTES) -> None:
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._limit = limit
+
+    def feed(self, chunk: bytes) -> Iterator[Event]:
+        """The events ``chunk`` completes.
+
+        Raises:
+            EventTooLarge: the event being read is past the limit.
+        """
+        self._buffer += chunk
+        while True:
+            end = _EVENT_END.search(self._buffer, max(0, self._scanned - 3))
+            if end is None:
+                self._scanned = len(self._buffer)
+                if self._scanned > self._limit:
+                    raise EventTooLarge
+                return
+            block = bytes(self._buffer[: end.end()])
+            del self._buffer[: end.end()]
+            self._scanned = 0
+            yield _event(block, end.start())
+
+    def close(self) -> Iterator[Event]:
+        """The last event, when the stream ended without its blank line."""
+        if self._buffer.strip():
+            block = bytes(self._buffer)
+            yield _event(block + b"\n\n", len(block))
+        self._buffer.clear()
+
+
+def _event(block: bytes, end: int) -> Event:
+    """The event of ``block`` (its exact bytes), whose fields end at ``end``."""
+    name: str | None = None
+    data: list[str] = []
+    for line in _LINE.split(block[:end]):
+        text = line.decode("utf-8", "replace")
+        if not text or text.startswith(":"):
             continue
-        yield Event(name, "\n".join(data), block)
+        key, _, value = text.partition(":")
+        value = value.removeprefix(" ")
+        if key == "event":
+            name = value
+        elif key == "data":
+            data.append(value)
+    if name is None and not data:
+        return Event(None, "", block)  # a comment or keep-alive: relayed as it came
+    return Event(name, "\n".join(data), block)
 
 
 def sse(name: str | None, data: Any) -> bytes:
@@ -210,6 +267,7 @@ class _AnthropicSplice:
         self._theirs = 0
         self._held: list[Event] = []
         self._final = False  # an error, or a block this splice cannot rebuild
+        self._ended = False  # the round's message_stop arrived: it may be continued
 
     def feed(self, event: Event) -> list[bytes]:
         try:
@@ -222,6 +280,7 @@ class _AnthropicSplice:
             return [event.raw] if self._round == 0 else []
         if kind in ("message_delta", "message_stop"):
             self._held.append(event)
+            self._ended = self._ended or kind == "message_stop"
             return []
         if kind == "error":
             self._final = True
@@ -280,7 +339,7 @@ class _AnthropicSplice:
             self._final = True  # a delta this splice cannot rebuild: the round is the last
 
     def calls(self) -> list[Call] | None:
-        if self._final or not self._ours or self._theirs:
+        if self._final or not self._ended or not self._ours or self._theirs:
             return None
         calls = []
         for index in self._ours:
@@ -312,6 +371,7 @@ class _AnthropicSplice:
         self._ours.clear()
         self._theirs = 0
         self._held.clear()
+        self._ended = False
 
     def finish(self) -> list[bytes]:
         out = []
@@ -506,7 +566,8 @@ class _ChatSplice:
         return self._map[index]
 
     def calls(self) -> list[Call] | None:
-        if self._final or not self._ours or self._theirs:
+        # Continued only once the round's finish reason arrived (self._held starts with it).
+        if self._final or not self._held or not self._ours or self._theirs:
             return None
         return [
             Call(
@@ -540,7 +601,11 @@ class _ChatSplice:
             if event.data == "[DONE]" or not event.data:
                 out.append(event.raw)
                 continue
-            chunk = orjson.loads(event.data)
+            try:
+                chunk = orjson.loads(event.data)
+            except orjson.JSONDecodeError:
+                out.append(event.raw)  # not this splice's to read: relayed as it came
+                continue
             choices = chunk.get("choices") if isinstance(chunk, dict) else None
             choice = choices[0] if isinstance(choices, list) and choices else None
             if (
@@ -614,7 +679,10 @@ class _Chat:
         return [content] if isinstance(content, str) and content else []
 
     def merged(self, answer: dict[str, Any], earlier: list[Any]) -> dict[str, Any]:
-        choice = answer["choices"][0]
+        choices = answer.get("choices")
+        choice = choices[0] if isinstance(choices, list) and len(choices) == 1 else None
+        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+            return answer  # not an answer this can merge into: the upstream's, as it came
         message = dict(choice["message"])
         calls = [
             call
@@ -657,6 +725,7 @@ class _ResponsesSplice:
         self._id: str | None = None
         self._held: list[Event] = []
         self._final = False
+        self._ended = False  # the round's response.completed arrived
 
     def feed(self, event: Event) -> list[bytes]:
         try:
@@ -670,6 +739,7 @@ class _ResponsesSplice:
         if kind in ("response.created", "response.in_progress", "response.queued"):
             return [self._out(event, data)] if self._round == 0 else []
         if kind == "response.completed":
+            self._ended = True
             response = data.get("response")
             if isinstance(response, dict):
                 self._output = list(response.get("output") or [])
@@ -694,7 +764,7 @@ class _ResponsesSplice:
             else:
                 self._map[index] = self._sent
                 self._sent += 1
-                self._theirs += item.get("type") in ("function_call", "custom_tool_call")
+                self._theirs += item.get("type") in CLIENT_ITEMS
         target = self._map.get(index, index)
         if kind == "response.output_item.done":
             item = data.get("item")
@@ -729,7 +799,7 @@ class _ResponsesSplice:
         return sse(event.name, {**data, **changes})
 
     def calls(self) -> list[Call] | None:
-        if self._final or not self._ours or self._theirs:
+        if self._final or not self._ended or not self._ours or self._theirs:
             return None
         return [self._ours[i] for i in sorted(self._ours)]
 
@@ -746,6 +816,7 @@ class _ResponsesSplice:
         self._theirs = 0
         self._output = []
         self._held.clear()
+        self._ended = False
 
     def finish(self) -> list[bytes]:
         out = []
@@ -784,6 +855,10 @@ class _Responses:
         ]
         if request.get("previous_response_id") and answer_id:
             return {**request, "previous_response_id": answer_id, "input": outputs}
+        if request.get("conversation"):
+            # The provider's conversation holds the history and now this answer: only the
+            # results go on (the history again would be added to it twice).
+            return {**request, "input": outputs}
         given = request.get("input")
         history = (
             [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
@@ -802,7 +877,7 @@ class _Responses:
             1
             for item in output
             if isinstance(item, dict)
-            and item.get("type") in ("function_call", "custom_tool_call")
+            and item.get("type") in CLIENT_ITEMS
             and not _responses_ours(item)
         )
         answer_id = answer.get("id")
