@@ -464,8 +464,9 @@ class Offloader:
             elif not isinstance(value, bytes | bytearray | memoryview):
                 inline = data.decode("utf-8", "surrogatepass")  # the text, or serialized JSON
             reason = Reason.CREDENTIAL_REDACTED if redacted else Reason.BELOW_THRESHOLD
-            # What enters the context: the body, and the note of what was redacted from it as
-            # its own final line (OffloadResult.model_text).
+            # What enters the context as OffloadResult.model_text carries it: the body, and the
+            # note of what was redacted as its own final line (a surface that hands JSON data
+            # back as data, value_for, adds no note: the count is the text's, a few bytes over).
             context = len(data) + (_note_bytes(data) if redacted else 0)
             event = self._event(
                 OffloadOutcome.INLINE,
