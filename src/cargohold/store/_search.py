@@ -101,8 +101,10 @@ def index_text(data: bytes, media_type: str | None, sensitivity: Sensitivity | s
         return None
     if sensitivity == Sensitivity.RESTRICTED:
         data = mask_secrets(data)
-    head = data[:INDEX_BYTES]
-    return head.decode("utf-8", "replace").replace("\x00", " ")
+    head = data[:INDEX_BYTES]  # the body itself when it is no longer: no copy
+    text = head.decode("utf-8", "replace")
+    # A copy more only for a body holding NUL (which SQLite's text would end at).
+    return text.replace("\x00", " ") if b"\x00" in head else text
 
 
 def search_words(text: str | None) -> str | None:
