@@ -88,6 +88,8 @@ _KEY_LINES = _key_lines()
 them matches. The same alternatives, with whitespace spelled out (RE2's ``\\s`` lacks the
 vertical tab, and over a whole body ``\\s`` would cross a newline). RE2 runs it as a DFA, one
 pass in C over the body, where a backtracking engine tries each alternative on every line."""
+_NEAR_LINES = 4
+"""Lines after a failing-test or exception line classified one by one before RE2 searches."""
 _HEAD_LINES = 40
 _TAIL_LINES = 60
 _KEY_MAX = 4000
@@ -163,6 +165,16 @@ def _next_key(data: bytes, at: int) -> tuple[tuple[int, int, int] | None, int]:
     """The first failing-test or exception line from offset ``at`` (a line start) as
     ``(start, end, class)``, and where to look for the one after it."""
     size = len(data)
+    # The next lines first, one by one: in a run of failing-test or exception lines (a flood of
+    # one exception, a list of failed tests) a search per line costs more than the line.
+    for _ in range(_NEAR_LINES):
+        if at >= size:
+            return None, size
+        end = data.find(b"\n", at) + 1 or size
+        kind = _classify(data[at:end])
+        if kind in (_IS_TEST, _IS_ERROR):
+            return (at, end, kind), end
+        at = end
     while at < size and (found := _KEY_LINES.search(data, at)) is not None:
         hit = found.start()
         start = data.rfind(b"\n", 0, hit) + 1
@@ -224,7 +236,7 @@ def _scan(data: bytes) -> _Scan:
     tests: list[_Line] = []
     errors: list[_Line] = []
     frames: list[_Line] = []
-    counts = {"tests": 0, "errors": 0, "frames": 0}
+    test_lines = error_lines = 0
     # The failing-test and exception lines in order (line 1 classified above, for the frame
     # pass starts at line 2), each with what follows it: the message line, the first frames.
     key = (0, first_end, line1) if line1 in (_IS_TEST, _IS_ERROR) else None
@@ -237,34 +249,35 @@ def _scan(data: bytes) -> _Scan:
         key, at = _next_key(data, at)
         number += data.count(b"\n", counted_to, start)
         counted_to = start
-        raw = data[start:end]
-        if start and (raw[0] in _SPACE or b".py:" in raw) and _FRAME.match(raw):
+        if (
+            start
+            and (data[start] in _SPACE or data.find(b".py:", start, end) >= 0)
+            and _FRAME.match(data[start:end])
+        ):
             frame_lines -= 1  # a frame-shaped line that is a test or exception line
         if kind == _IS_TEST:
-            counts["tests"] += 1
+            test_lines += 1
             if len(tests) < _KEY_MAX:
                 tests.append(_line_at(data, number, start, end))
         else:
-            counts["errors"] += 1
+            error_lines += 1
             if len(errors) < _KEY_MAX:
                 errors.append(_line_at(data, number, start, end))
-            follow_end = data.find(b"\n", end) + 1 or size
+            # (A next test or exception line right after it is no message: not classified
+            # again.)
+            follows = end < size and len(errors) < _KEY_MAX and (key is None or key[0] != end)
+            follow_end = data.find(b"\n", end) + 1 or size if follows else end
             following = data[end:follow_end]
-            if (
-                end < size
-                and _classify(following) == _NONE
-                and following.strip()
-                and len(errors) < _KEY_MAX
-            ):
+            if follows and _classify(following) == _NONE and following.strip():
                 # The first line after an exception line, when it is not a frame: its message
                 # continued (``AssertionFailedError:`` then ``Expected: ...``).
-                counts["errors"] += 1
+                error_lines += 1
                 errors.append(_line_at(data, number + 1, end, follow_end))
         # The first frames of this trace: the frame lines before the next test or exception line.
-        if len(frames) < _KEY_MAX and end < size:
-            stop = size if key is None else key[0]
+        stop = size if key is None else key[0]
+        first = bisect.bisect_left(frame_starts, end)
+        if len(frames) < _KEY_MAX and first < len(frame_starts) and frame_starts[first] < stop:
             line_number, counted = number + 1, end
-            first = bisect.bisect_left(frame_starts, end)
             shown = min(_FRAMES_PER_TRACE, _KEY_MAX - len(frames))
             for frame_start in frame_starts[first : first + shown]:
                 if frame_start >= stop:
@@ -273,7 +286,7 @@ def _scan(data: bytes) -> _Scan:
                 counted = frame_start
                 frame_end = data.find(b"\n", frame_start) + 1 or size
                 frames.append(_line_at(data, line_number, frame_start, frame_end))
-    counts["frames"] = frame_lines
+    counts = {"tests": test_lines, "errors": error_lines, "frames": frame_lines}
     return _Scan(total_lines, head, tail, tests, errors, frames, counts)
 
 
