@@ -268,3 +268,18 @@ def test_a_guard_stop_in_the_default_events_log_is_in_its_sessions_report(tmp_pa
     assert mine.exit_code == 0, mine.output
     assert "1 decision event" in mine.stdout
     assert "0 decision events" in other.stdout or "no decision events" in other.stdout
+
+
+def test_report_session_against_another_store_says_to_name_the_store_the_run_used(
+    tmp_path: Path,
+) -> None:
+    log = _two_sessions(tmp_path)
+    elsewhere = ["--store", str(tmp_path / "another-store"), "--tenant", TENANT, "--user", USER]
+
+    shown = CliRunner().invoke(
+        cli, [*elsewhere, "report", "--events", str(log), "--session", "run-a"]
+    )
+
+    assert shown.exit_code == 0, shown.output
+    assert "tool_of_a" not in shown.stdout  # another store's key: no tag of it matches
+    assert "name the store the run used" in shown.stderr

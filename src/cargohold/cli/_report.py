@@ -115,6 +115,15 @@ def report(
         serve_report(page, port=port, ready=ready)
         return
     built = load()
+    if run is not None and built.events == 0 and built.other_runs:
+        # A tag is the store's key over the scope: the events of another store's runs never
+        # match it (a store named wrongly, or none, whose key was made just now).
+        click.echo(
+            "cargohold: no event of this session in the log, which holds other runs' events: "
+            "the session is matched under this store's key, so name the store the run used "
+            "(--store) and its tenant and user (--tenant, --user)",
+            err=True,
+        )
     if out is None:
         if open_page:
             raise click.UsageError("--open needs --html OUT or --serve")
