@@ -90,6 +90,7 @@ def _open(spec: dict[str, Any], clock: Any = time.time, limits: Any = None) -> A
         clock=clock,
         limits=limits or shared._big_limits(),
         timeout=spec.get("timeout", 30.0),
+        retries=spec.get("retries", 2),
     )
 
 

@@ -57,7 +57,10 @@ class Child:
 
     def __init__(self, url: str, tmp_path: Path, timeout: float) -> None:
         self.stderr_path = tmp_path / "worker.stderr"
-        spec = {"url": url, "worker": WORKER, "timeout": timeout}
+        # As many retries as the test kills connections: a kill may land on the retry of the
+        # put the one before killed (the parent cannot tell which put a backend is writing),
+        # and two kills of one put's connections are the test's doing, not a store fault.
+        spec = {"url": url, "worker": WORKER, "timeout": timeout, "retries": KILLS}
         self.proc = worker.spawn("stream", spec, self.stderr_path)
         self.reader = worker.shared.LineReader(self.proc.stdout)
         self.lines: list[dict[str, Any]] = []
