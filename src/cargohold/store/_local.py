@@ -1159,8 +1159,8 @@ class LocalStore:
                 " WHERE tenant = ? AND user = ? AND session = ? AND digest = ?",
                 [tuple(row) for row in expired],
             )
-            # Their search rows go with them, in the same transaction (kept, as stray rows
-            # verify reports, when a damaged search table refuses: the records still go).
+            # Their search rows go with them, in the same transaction (with a damaged search
+            # table, only their search_docs rows: the text left in FTS5 is then unreachable).
             rows = [tuple(row) for row in expired]
 
             def unindex(fts: bool) -> None:
