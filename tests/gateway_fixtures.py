@@ -9,6 +9,7 @@ for one. Everything runs on loopback in threads of the test process; every wait 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import socket
 import threading
@@ -115,6 +116,9 @@ def _json(value: Any) -> Response:
 
 
 CALL_INPUT = {"cmd": "cat big.log"}
+# Each answer its own message id, as the API's: Claude Code merges the blocks of answers that
+# share one (a streamed message arrives in parts) into one assistant message.
+_MESSAGE_IDS = itertools.count(1)
 
 
 def _anthropic_message(content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -122,7 +126,7 @@ def _anthropic_message(content: list[dict[str, Any]] | None = None) -> dict[str,
         content = [{"type": "tool_use", "id": "toolu_1", "name": "run", "input": CALL_INPUT}]
     calls = any(block["type"] == "tool_use" for block in content)
     return {
-        "id": "msg_1",
+        "id": f"msg_{next(_MESSAGE_IDS)}",
         "type": "message",
         "role": "assistant",
         "model": "claude-fake",

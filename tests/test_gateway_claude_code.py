@@ -175,34 +175,33 @@ def test_claude_codes_artifact_grep_through_cargohold_mcp_returns_the_exact_line
     with (
         cargohold.open(str(store), tenant="t", user="u", session="cc") as hold,
         serve(fake.app()) as upstream,
-        serve(
-            build_app(
-                hold,
-                GatewayConfig(
-                    upstream=upstream, tool_results=home / ".claude" / "projects", timeout=60
-                ),
-            )
-        ) as url,
     ):
-        env["ANTHROPIC_BASE_URL"] = url
-        done = subprocess.run(
-            [
-                str(binary),
-                "-p",
-                "Print the numbers, then grep them.",
-                "--allowedTools",
-                "Bash",
-                "mcp__cargohold__artifact_grep",
-                "--mcp-config",
-                str(mcp_config),
-            ],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            stdin=subprocess.DEVNULL,
+        app = build_app(
+            hold,
+            GatewayConfig(
+                upstream=upstream, tool_results=home / ".claude" / "projects", timeout=60
+            ),
         )
+        with serve(app) as url:
+            env["ANTHROPIC_BASE_URL"] = url
+            done = subprocess.run(
+                [
+                    str(binary),
+                    "-p",
+                    "Print the numbers, then grep them.",
+                    "--allowedTools",
+                    "Bash",
+                    "mcp__cargohold__artifact_grep",
+                    "--mcp-config",
+                    str(mcp_config),
+                ],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                stdin=subprocess.DEVNULL,
+            )
     answered = [r.json() for r in fake.received if r.path.endswith("/v1/messages")]
     final = [tool_results(request) for request in answered if len(tool_results(request)) == 2]
     assert done.returncode == 0, done.stderr[-2000:]
@@ -211,6 +210,11 @@ def test_claude_codes_artifact_grep_through_cargohold_mcp_returns_the_exact_line
     grep_result = final[-1][1]
     numbers = re.findall(r"\b(2999\d\d)\b", grep_result)
     assert numbers == [str(n) for n in range(299900, 300000)]
+    # Claude Code resends its history as canonical JSON, its cache mark moved to the new last
+    # message: each later turn's resent messages were reused, not read again.
+    requests = len(answered)
+    assert requests >= 3
+    assert app.state.rewriter.totals.resent == requests - 1
 
 
 CALLS = 40

@@ -88,28 +88,29 @@ def test_codex_exec_runs_through_the_gateway_and_its_own_cut_output_passes_uncha
     with (
         cargohold.open("memory://", tenant="t", user="u", session="codex") as hold,
         serve(fake.app()) as upstream,
-        serve(build_app(hold, GatewayConfig(upstream=upstream, timeout=60))) as url,
     ):
-        (codex_home / "config.toml").write_text(
-            'model = "gpt-fake"\nmodel_provider = "gateway"\n[model_providers.gateway]\n'
-            f'name = "gateway"\nbase_url = "{url}/v1"\nenv_key = "OPENAI_API_KEY"\n'
-            'wire_api = "responses"\nsupports_websockets = false\n'
-        )
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "CODEX_HOME": str(codex_home),
-            "OPENAI_API_KEY": KEY,
-        }
-        done = subprocess.run(
-            [str(binary), "exec", "--skip-git-repo-check", "Print the numbers."],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            stdin=subprocess.DEVNULL,
-        )
+        app = build_app(hold, GatewayConfig(upstream=upstream, timeout=60))
+        with serve(app) as url:
+            (codex_home / "config.toml").write_text(
+                'model = "gpt-fake"\nmodel_provider = "gateway"\n[model_providers.gateway]\n'
+                f'name = "gateway"\nbase_url = "{url}/v1"\nenv_key = "OPENAI_API_KEY"\n'
+                'wire_api = "responses"\nsupports_websockets = false\n'
+            )
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(home),
+                "CODEX_HOME": str(codex_home),
+                "OPENAI_API_KEY": KEY,
+            }
+            done = subprocess.run(
+                [str(binary), "exec", "--skip-git-repo-check", "Print the numbers."],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                stdin=subprocess.DEVNULL,
+            )
     requests = [r for r in fake.received if r.path == "/v1/responses"]
     assert done.returncode == 0, done.stderr[-2000:]
     assert "done: printed" in done.stdout
@@ -118,3 +119,6 @@ def test_codex_exec_runs_through_the_gateway_and_its_own_cut_output_passes_uncha
     assert len(output.encode()) < 32 * 1024  # Codex's own cut: nothing heavy on the wire
     assert re.search(r"truncated output", output)
     assert output.rstrip().endswith("100000")
+    # Codex resends its input as canonical JSON: the later turn's resent items were reused.
+    assert len(requests) >= 2
+    assert app.state.rewriter.totals.resent == len(requests) - 1

@@ -108,6 +108,8 @@ class Format(Protocol):
     """One request format, as the compaction engine uses it."""
 
     name: RequestFormat
+    key: str
+    """The request field that holds the conversation (``messages``, ``input``)."""
 
     def messages(self, request: Any) -> Sequence[Any] | None:
         """The request's message list, or ``None`` when it has none to compact."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +52,7 @@ from cargohold.gateway._loop import (
 )
 from cargohold.gateway._persisted import DEFAULT_FOLDER
 from cargohold.gateway._provider import Provider
+from cargohold.gateway._resent import long_digits
 from cargohold.gateway._responses import RESPONSES
 from cargohold.gateway._rewrite import RewriteCounts, Rewriter
 from cargohold.guard import ContextLeakError, ContextWindowExceededError
@@ -279,20 +280,6 @@ async def _read(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-# A run of 19 or more digits: an integer orjson would read as a float once it is over 64 bits
-# (or a fraction whose digits a float cannot keep); such a body is read and written by
-# Python's json, which keeps integers exact.
-# Found as 19 zeros in the body with every digit made a zero: two C passes, about 1 ms for
-# 2 MiB, where a regular expression took 40 ms on a body of many shorter runs (log timestamps).
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_RUN = b"0" * 19
-
-
-def _long_digits(body: bytes) -> bool:
-    """Whether ``body`` holds a run of 19 or more digits."""
-    return body.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
-
-
 class _NotFinite(ValueError):
     """A body with NaN, Infinity or a number too large for a float: no JSON can carry it."""
 
@@ -318,7 +305,7 @@ def _loads(body: bytes) -> tuple[Any, bool]:
         _NotFinite: The body holds NaN, Infinity or a number beyond a float's range.
         ValueError: The body is not JSON.
     """
-    if not _long_digits(body):
+    if not long_digits(body):
         try:
             return orjson.loads(body), False
         except orjson.JSONDecodeError:
@@ -354,35 +341,56 @@ class _Rewritten:
 async def _rewrite(
     hold: Hold, rewriter: Rewriter, provider: Provider, body: bytes, session: str | None
 ) -> _Rewritten | Response:
-    """The request to forward, or the provider-shaped refusal to answer instead."""
+    """The request to forward, or the provider-shaped refusal to answer instead.
+
+    A request that resends its scope's previous conversation byte for byte has only its new
+    part read (:meth:`Rewriter.rewrite_resent`); any other is read and rewritten whole.
+    """
     try:
-        parsed, python = _loads(body)
-    except _NotFinite:
-        return _error(
-            provider,
-            400,
-            "malformed_request",
-            "the request body holds NaN, Infinity or a number beyond a float's range, "
-            "which JSON cannot carry",
-        )
-    except (ValueError, RecursionError):
-        return _error(provider, 400, "malformed_request", "the request body is not JSON")
-    if not isinstance(parsed, dict):
-        return _error(provider, 400, "malformed_request", "the request body is not a JSON object")
-    try:
-        scoped = hold if session is None else hold.for_session(session)
+        scoped: Hold | None = hold if session is None else hold.for_session(session)
     except InvalidScopeError:
-        return _error(
-            provider, 400, "invalid_session", f"the {SESSION_HEADER} header is not a valid session"
+        scoped = None
+    done: _Done | None = None
+    python = False
+    if scoped is not None:
+        done = await _run_rewrite(
+            scoped, provider, functools.partial(rewriter.rewrite_resent, scoped, provider, body)
         )
-    done = await _rewrite_parsed(scoped, rewriter, provider, parsed)
+    if done is None:
+        try:
+            parsed, python = _loads(body)
+        except _NotFinite:
+            return _error(
+                provider,
+                400,
+                "malformed_request",
+                "the request body holds NaN, Infinity or a number beyond a float's range, "
+                "which JSON cannot carry",
+            )
+        except (ValueError, RecursionError):
+            return _error(provider, 400, "malformed_request", "the request body is not JSON")
+        if not isinstance(parsed, dict):
+            return _error(
+                provider, 400, "malformed_request", "the request body is not a JSON object"
+            )
+        if scoped is None:
+            return _error(
+                provider,
+                400,
+                "invalid_session",
+                f"the {SESSION_HEADER} header is not a valid session",
+            )
+        done = await _rewrite_parsed(
+            scoped, rewriter, provider, parsed, body=None if python else body
+        )
+    assert scoped is not None  # an invalid session was answered above
     forwarded: bytes | None = None
     answer: _Rewritten | Response
     if done.refusal is not None:
         answer = done.refusal
-    elif done.request is parsed:
+    elif done.raw:
         forwarded = body
-        answer = _Rewritten(body, parsed, python, scoped)  # nothing rewritten: the client's bytes
+        answer = _Rewritten(body, done.request, python, scoped)  # the client's own bytes
     else:
         try:
             forwarded = _dumps(done.request, python)
@@ -410,24 +418,51 @@ async def _rewrite(
 @dataclass(slots=True)
 class _Done:
     """One rewrite's end: the request to forward, or the refusal to answer instead, with
-    what the rewrite did and the decision its request event records."""
+    what the rewrite did and the decision its request event records.
+
+    ``raw``: nothing in the request was rewritten, so the client's own bytes go on.
+    """
 
     request: Any
     refusal: Response | None
     counts: RewriteCounts
     outcome: RequestOutcome = RequestOutcome.FORWARDED
     reason: Reason | None = None
+    raw: bool = False
 
 
 async def _rewrite_parsed(
-    scoped: Hold, rewriter: Rewriter, provider: Provider, parsed: dict[str, Any]
+    scoped: Hold,
+    rewriter: Rewriter,
+    provider: Provider,
+    parsed: dict[str, Any],
+    *,
+    body: bytes | None = None,
 ) -> _Done:
-    """The rewritten request (``parsed`` itself when nothing changed), or the refusal."""
+    """The rewritten request (``parsed`` itself when nothing changed), or the refusal.
+
+    ``body``: the bytes orjson read ``parsed`` from (their rewrite is kept for the next turn).
+    """
+
+    def rewrite(counts: RewriteCounts) -> tuple[Any, bool, RewriteCounts]:
+        forwarded, _ = rewriter.rewrite(scoped, provider, parsed, counts=counts, body=body)
+        return forwarded, forwarded is parsed, counts
+
+    done = await _run_rewrite(scoped, provider, rewrite)
+    assert done is not None  # a whole rewrite always answers
+    return done
+
+
+async def _run_rewrite(
+    scoped: Hold,
+    provider: Provider,
+    rewrite: Callable[..., tuple[Any, bool, RewriteCounts] | None],
+) -> _Done | None:
+    """``rewrite(counts=...)`` off the event loop: the request it gives and whether it is the
+    client's own, or the refusal of what it raises; ``None`` when it gives none."""
     counts = RewriteCounts()
     try:
-        forwarded, _ = await scoped.arun(
-            functools.partial(rewriter.rewrite, counts=counts), scoped, provider, parsed
-        )
+        done = await scoped.arun(functools.partial(rewrite, counts=counts))
     except ContextLeakError as exc:
         # The guard's message names places and sizes, never content: fit for the client.
         refusal = _error(provider, 400, "context_leak", str(exc))
@@ -454,7 +489,10 @@ async def _rewrite_parsed(
         return _Done(
             None, _failed(provider, exc), counts, RequestOutcome.FAILED, Reason.REWRITE_ERROR
         )
-    return _Done(forwarded, None, counts)
+    if done is None:
+        return None
+    forwarded, raw, _ = done
+    return _Done(forwarded, None, counts, raw=raw)
 
 
 async def _send(

@@ -6,7 +6,9 @@ earlier turn is not projected again: its stub is looked up in an in-memory map k
 scope, the slot's kind and tool, and the SHA-256 of its bytes (the digest the reference is made
 of, about 1.3 ms for 2 MiB), and kept only while its artifact still reads back in that scope.
 Same bytes, same stub: the rewrite of a message is the same on every turn, so the provider's
-prompt cache keeps hitting.
+prompt cache keeps hitting. Each scope's last request and its rewrite are kept too
+(:mod:`._resent`): a request that resends its first messages byte for byte is read only from
+what follows them (:meth:`Rewriter.rewrite_resent`), and forwards what a whole rewrite would.
 
 A slot below the heavy threshold stays inline, under the secrets policy of its tool like every
 surface's results (:meth:`Offloader.secrets_policy_for`): a credential in it is redacted (with
@@ -30,6 +32,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +45,9 @@ from cargohold._stub import MARKER
 from cargohold._toolspecs import SPECS
 from cargohold.compact._model import RESULT
 from cargohold.gateway._attachments import Found, Place, find_attachments, replace_attachments
+from cargohold.gateway._counts import RewriteCounts
 from cargohold.gateway._persisted import spilled_file
+from cargohold.gateway._resent import CallLog, Turn, reused, turn_of
 from cargohold.guard import (
     Attachment,
     ContextLeakError,
@@ -60,38 +65,9 @@ if TYPE_CHECKING:
 
 _REUSABLE = frozenset({OffloadOutcome.OFFLOADED, OffloadOutcome.EXISTING_REFERENCE})
 _CacheKey = tuple[str, str, str, str, str | None, str | None, bytes]
+_TurnKey = tuple[str, str, str, str]
 
-
-@dataclass(slots=True)
-class RewriteCounts:
-    """What one rewrite did (no content): the figures of a request, for its log line.
-
-    Attributes:
-        offloaded: Slots stored and replaced by a stub on this request.
-        reused: Slots replaced by the stub of an earlier turn, without projecting again.
-        bytes_kept_out: Bytes of the replaced slots.
-        tokens_kept_out: Estimated tokens of the replaced slots (each slot's offload decision's
-            estimate, the same on a turn that reuses its stub).
-        compacted: Results the compaction cleared.
-        screened: Inline slots forwarded with their credentials redacted or masked, or
-            withheld (their tool's secrets policy).
-    """
-
-    offloaded: int = 0
-    reused: int = 0
-    bytes_kept_out: int = 0
-    tokens_kept_out: int = 0
-    compacted: int = 0
-    screened: int = 0
-
-    def add(self, other: RewriteCounts) -> None:
-        """Add ``other``'s figures to these (a running total of requests)."""
-        self.offloaded += other.offloaded
-        self.reused += other.reused
-        self.bytes_kept_out += other.bytes_kept_out
-        self.tokens_kept_out += other.tokens_kept_out
-        self.compacted += other.compacted
-        self.screened += other.screened
+__all__ = ["RewriteCounts", "RewriteTotals", "Rewriter"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +79,14 @@ class RewriteTotals:
         changed: Requests forwarded with at least one slot replaced.
         counts: The sum of the requests' :class:`RewriteCounts` (a stub reused on every turn
             counts on every turn: it kept its bytes out of each of those requests).
+        resent: Requests that resent the previous request's conversation byte for byte,
+            whose rewrite was reused for it (only their new messages were read).
     """
 
     requests: int
     changed: int
     counts: RewriteCounts
+    resent: int = 0
 
 
 @dataclass(slots=True)
@@ -121,7 +100,10 @@ class Rewriter:
             name (:mod:`._persisted`); ``None``: notices are left as they are.
         cache_size: How many stubs the map keeps (least recently used go first).
         recheck_seconds: How long a stub is reused before its artifact is looked up again
-            (an artifact lives for hours; a lookup per stub per turn would cost 0.1 ms each).
+            (an artifact lives for hours; a lookup per stub per turn would cost 0.1 ms each),
+            and how long a conversation's rewrite is reused for the requests that resend it.
+        turn_bytes: How many bytes of resent requests are kept, all scopes together (the least
+            recently used scope's go first); each scope keeps its last request only.
     """
 
     compact: bool = False
@@ -129,6 +111,7 @@ class Rewriter:
     tool_results: Path | None = field(default=None, repr=False)  # a path: not in the repr
     cache_size: int = 4096
     recheck_seconds: float = 30.0
+    turn_bytes: int = 256 * 1024 * 1024
     _stubs: OrderedDict[_CacheKey, tuple[str, str, float, int]] = field(
         default_factory=OrderedDict, repr=False
     )
@@ -136,6 +119,9 @@ class Rewriter:
     _requests: int = field(default=0, repr=False)
     _changed: int = field(default=0, repr=False)
     _sum: RewriteCounts = field(default_factory=RewriteCounts, repr=False)
+    _turns: OrderedDict[_TurnKey, Turn] = field(default_factory=OrderedDict, repr=False)
+    _turns_size: int = field(default=0, repr=False)
+    _resent: int = field(default=0, repr=False)
 
     @property
     def totals(self) -> RewriteTotals:
@@ -143,7 +129,12 @@ class Rewriter:
         with self._lock:
             counts = RewriteCounts()
             counts.add(self._sum)
-            return RewriteTotals(requests=self._requests, changed=self._changed, counts=counts)
+            return RewriteTotals(
+                requests=self._requests,
+                changed=self._changed,
+                counts=counts,
+                resent=self._resent,
+            )
 
     def rewrite(
         self,
@@ -152,11 +143,14 @@ class Rewriter:
         request: dict[str, Any],
         *,
         counts: RewriteCounts | None = None,
+        body: bytes | None = None,
     ) -> tuple[Any, RewriteCounts]:
         """The request to forward (``request`` itself when nothing changed) and its counts.
 
         ``counts``: filled as the rewrite goes (a new one when ``None``), so a caller knows
-        what a refused request stored too.
+        what a refused request stored too. ``body``: the bytes ``request`` was read from, when
+        orjson read them; a canonical body's rewrite is kept for the next request of the
+        scope, which :meth:`rewrite_resent` then reads only the new part of.
 
         Raises:
             ContextLeakError: a raw heavy part remains that the gateway cannot replace (user
@@ -165,7 +159,7 @@ class Rewriter:
         """
         counts = RewriteCounts() if counts is None else counts
         try:
-            result = self._rewrite(hold, provider, request, counts)
+            result = self._rewrite(hold, provider, request, counts, body)
         finally:
             with self._lock:  # a refused request counts too: its slots were stored
                 self._requests += 1
@@ -176,73 +170,201 @@ class Rewriter:
         return result, counts
 
     def _rewrite(
-        self, hold: Hold, provider: Provider, request: dict[str, Any], counts: RewriteCounts
+        self,
+        hold: Hold,
+        provider: Provider,
+        request: dict[str, Any],
+        counts: RewriteCounts,
+        body: bytes | None,
     ) -> Any:
         fmt = provider.format
         messages = fmt.messages(request)
         result: Any = request
         left: dict[int, str] = {}  # message index -> why a heavy attachment there was left
+        calls = CallLog()
+        marks: list[RewriteCounts] = []
+        rewritten: list[Any] | None = None
         if messages is not None:
-            calls: dict[str, str] = {}
-            new_messages: list[Any] | None = None
-            for index, message in enumerate(messages):
-                # Attachments first: a tool result's picture is stored as itself, and the
-                # result's slot is then what is left of it (its text, the picture's stub).
-                disposed = self._attachments(hold, provider, index, message, calls, counts, left)
-                if disposed is not message:
-                    if new_messages is None:
-                        new_messages = list(messages)
-                    new_messages[index] = message = disposed
-                stubs: dict[tuple[str, int], str] = {}
-                for slot in fmt.slots(index, message, calls):
-                    limit = hold.offloader.threshold_for(slot.tool)
-                    if slot.kind == RESULT and self.tool_results is not None:
-                        spilled = self._spilled(hold, slot.tool, slot.call_id, slot.body, counts)
-                        if spilled is not None:
-                            stubs[slot.kind, slot.part] = spilled
-                            continue
-                    if len(slot.body) * 4 < limit:  # at most 4 UTF-8 bytes a character
-                        screened = _screened(hold, slot.kind, slot.tool, slot.body, counts)
-                        if screened is not None:
-                            stubs[slot.kind, slot.part] = screened
-                        continue
-                    data = slot.body.encode("utf-8", "surrogatepass")
-                    if len(data) < limit:
-                        screened = _screened(hold, slot.kind, slot.tool, slot.body, counts)
-                        if screened is not None:
-                            stubs[slot.kind, slot.part] = screened
-                        continue
-                    segment = _structured_segment(hold, slot.kind, slot.tool, slot.body)
-                    if segment is not None:
-                        stubs[slot.kind, slot.part] = segment
-                        continue
-                    stub = self._stub(
-                        hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts
-                    )
-                    if stub is None or stub == slot.body:
-                        continue  # a recovered segment (bypass): forwarded as it is
-                    counts.bytes_kept_out += len(data)
-                    stubs[slot.kind, slot.part] = stub
-                if stubs:
-                    if new_messages is None:
-                        new_messages = list(messages)
-                    new_messages[index] = fmt.replace(message, stubs)
-            if new_messages is not None:
-                result = fmt.rebuild(request, new_messages)
+            rewritten = self._messages(hold, provider, messages, 0, calls, counts, left, marks)
+            if rewritten is not None:
+                result = fmt.rebuild(request, rewritten)
         if self.compact:
             result, report = hold.compact(result, format=provider.name, policy=self.policy)
             counts.compacted = report.cleared
-        model = result.get("model") if isinstance(result, dict) else None
-        try:
-            hold.guard(
-                result, format=provider.name, model=model if isinstance(model, str) else None
+        _guarded(hold, provider, result, left)
+        if body is not None and not self.compact and counts.unstored == 0 and messages:
+            turn = turn_of(
+                fmt.key,
+                body,
+                request,
+                list(messages) if rewritten is None else rewritten,
+                calls,
+                marks,
+                until=time.monotonic() + self.recheck_seconds,
             )
-        except ContextLeakError as leak:
-            why = _why_left(leak, left)
-            if why is None:
-                raise
-            raise _AttachmentLeftError(leak, why) from None
+            if turn is not None:
+                self._keep_turn(_turn_key(hold, provider), turn)
         return result
+
+    def rewrite_resent(
+        self,
+        hold: Hold,
+        provider: Provider,
+        body: bytes,
+        *,
+        counts: RewriteCounts | None = None,
+    ) -> tuple[Any, bool, RewriteCounts] | None:
+        """The request to forward when ``body`` resends messages of this scope's last
+        request byte for byte (its first ones, at least one), rewriting only what follows
+        them; ``None`` when it does not (then :meth:`rewrite` the parsed body).
+
+        The resent messages are not parsed, hashed or looked up again: they are the same
+        bytes, so their rewrite is the one already made (:mod:`._resent`). The request is
+        rebuilt from it, the new messages and the fields after the conversation, and guarded
+        whole, as :meth:`rewrite` guards it: what is forwarded is what :meth:`rewrite` would
+        forward. Returns the request, whether the client's own bytes are forwarded (nothing
+        in it rewritten), and the counts (the resent messages' stubs count as reused).
+
+        Raises:
+            ContextLeakError, ContextWindowExceededError: as :meth:`rewrite`.
+        """
+        if self.compact:  # a compaction may rewrite any message: the whole request is read
+            return None
+        key = _turn_key(hold, provider)
+        with self._lock:
+            turn = self._turns.get(key)
+            if turn is not None:
+                self._turns.move_to_end(key)
+        if turn is None or time.monotonic() >= turn.until:
+            return None
+        split = turn.split(body)
+        if split is None:
+            return None
+        reused = split.reused
+        counts = RewriteCounts() if counts is None else counts
+        fresh = RewriteCounts()
+        marks: list[RewriteCounts] = []
+        try:
+            calls = CallLog.replayed(turn.calls, reused)
+            left: dict[int, str] = {}
+            new = split.new
+            rewritten = self._messages(hold, provider, new, reused, calls, fresh, left, marks)
+            messages = [*turn.messages[:reused], *(new if rewritten is None else rewritten)]
+            request = {**turn.head, turn.key: messages, **split.fields}
+            _guarded(hold, provider, request, left)
+        finally:
+            counts.add(turn.counts_of(reused))
+            counts.add(fresh)
+            with self._lock:  # a refused request counts too: its slots were stored
+                self._requests += 1
+                self._resent += 1
+                self._sum.add(counts)
+        raw = (turn.changed is None or turn.changed >= reused) and rewritten is None
+        if not raw:
+            with self._lock:
+                self._changed += 1
+        if split.canonical and fresh.unstored == 0:
+            extended = turn.extended(body, split, messages, calls, marks)
+            if extended is not None:
+                self._keep_turn(key, extended)
+        return request, raw, counts
+
+    def _messages(
+        self,
+        hold: Hold,
+        provider: Provider,
+        messages: Sequence[Any],
+        first: int,
+        calls: CallLog,
+        counts: RewriteCounts,
+        left: dict[int, str],
+        marks: list[RewriteCounts],
+    ) -> list[Any] | None:
+        """``messages`` (the conversation's from index ``first`` on) with their heavy slots
+        replaced, or ``None`` when none is. ``calls`` logs the calls as they are met,
+        ``left`` gets why a heavy attachment was left, ``marks`` what ``counts`` holds after
+        each message (as a later request resending it counts it: :func:`reused`)."""
+        new_messages: list[Any] | None = None
+        for offset in range(len(messages)):
+            index = first + offset
+            calls.message = index
+            new_messages = self._message(
+                hold, provider, messages, new_messages, offset, index, calls, counts, left
+            )
+            marks.append(reused(counts))
+        return new_messages
+
+    def _message(
+        self,
+        hold: Hold,
+        provider: Provider,
+        messages: Sequence[Any],
+        new_messages: list[Any] | None,
+        offset: int,
+        index: int,
+        calls: CallLog,
+        counts: RewriteCounts,
+        left: dict[int, str],
+    ) -> list[Any] | None:
+        """One message of :meth:`_messages`: ``new_messages`` (made from ``messages`` when
+        ``None`` and this one is rewritten) with this one's heavy slots replaced."""
+        fmt = provider.format
+        message = messages[offset]
+        # Attachments first: a tool result's picture is stored as itself, and the result's
+        # slot is then what is left of it (its text, the picture's stub).
+        disposed = self._attachments(hold, provider, index, message, calls, counts, left)
+        if disposed is not message:
+            if new_messages is None:
+                new_messages = list(messages)
+            new_messages[offset] = message = disposed
+        stubs: dict[tuple[str, int], str] = {}
+        for slot in fmt.slots(index, message, calls):
+            limit = hold.offloader.threshold_for(slot.tool)
+            if slot.kind == RESULT and self.tool_results is not None:
+                spilled = self._spilled(hold, slot.tool, slot.call_id, slot.body, counts)
+                if spilled is not None:
+                    stubs[slot.kind, slot.part] = spilled
+                    continue
+            if len(slot.body) * 4 < limit:  # at most 4 UTF-8 bytes a character
+                screened = _screened(hold, slot.kind, slot.tool, slot.body, counts)
+                if screened is not None:
+                    stubs[slot.kind, slot.part] = screened
+                continue
+            data = slot.body.encode("utf-8", "surrogatepass")
+            if len(data) < limit:
+                screened = _screened(hold, slot.kind, slot.tool, slot.body, counts)
+                if screened is not None:
+                    stubs[slot.kind, slot.part] = screened
+                continue
+            segment = _structured_segment(hold, slot.kind, slot.tool, slot.body)
+            if segment is not None:
+                stubs[slot.kind, slot.part] = segment
+                continue
+            stub = self._stub(hold, slot.kind, slot.tool, slot.media_type, slot.body, data, counts)
+            if stub is None or stub == slot.body:
+                continue  # a recovered segment (bypass): forwarded as it is
+            counts.bytes_kept_out += len(data)
+            stubs[slot.kind, slot.part] = stub
+        if stubs:
+            if new_messages is None:
+                new_messages = list(messages)
+            new_messages[offset] = fmt.replace(message, stubs)
+        return new_messages
+
+    def _keep_turn(self, key: _TurnKey, turn: Turn) -> None:
+        """Keep ``turn`` as its scope's last request (within :attr:`turn_bytes`)."""
+        size = len(turn.body)
+        with self._lock:
+            old = self._turns.pop(key, None)
+            if old is not None:
+                self._turns_size -= len(old.body)
+            if size > self.turn_bytes:
+                return
+            self._turns[key] = turn
+            self._turns_size += size
+            while self._turns_size > self.turn_bytes:
+                _, dropped = self._turns.popitem(last=False)
+                self._turns_size -= len(dropped.body)
 
     def _attachments(
         self,
@@ -330,6 +452,8 @@ class Rewriter:
         counts.tokens_kept_out += tokens
         if stored.outcome in _REUSABLE and stored.ref is not None:
             self._remember(key, str(stored.ref), text, tokens)
+        else:
+            counts.unstored += 1
         # Rejected or failed: the offloader's bounded notice without the bytes, never them.
         return text
 
@@ -393,6 +517,8 @@ class Rewriter:
         counts.tokens_kept_out += tokens
         if offload.outcome in _REUSABLE and offload.ref is not None:
             self._remember(key, str(offload.ref), offload.text, tokens)
+        elif offload.outcome is not OffloadOutcome.INLINE:
+            counts.unstored += 1
         # Rejected or failed: the offloader's bounded stub without the body, never the body.
         return offload.model_text  # an inline redacted body: the note of what, its final line
 
@@ -432,6 +558,29 @@ class Rewriter:
             self._stubs[key] = (ref, stub, time.monotonic(), tokens)
             while len(self._stubs) > self.cache_size:
                 self._stubs.popitem(last=False)
+
+
+def _turn_key(hold: Hold, provider: Provider) -> _TurnKey:
+    """Whose last request a turn is: the scope's, in one provider's API."""
+    scope = hold.scope
+    return (scope.tenant, scope.user, scope.session, provider.name)
+
+
+def _guarded(hold: Hold, provider: Provider, request: Any, left: dict[int, str]) -> None:
+    """The edge guard on the request to forward; a refused attachment the rewrite left says
+    why it was left (``left``: message index -> why).
+
+    Raises:
+        ContextLeakError, ContextWindowExceededError: as :meth:`Hold.guard`.
+    """
+    model = request.get("model") if isinstance(request, dict) else None
+    try:
+        hold.guard(request, format=provider.name, model=model if isinstance(model, str) else None)
+    except ContextLeakError as leak:
+        why = _why_left(leak, left)
+        if why is None:
+            raise
+        raise _AttachmentLeftError(leak, why) from None
 
 
 def _disposition(hold: Hold, tool: str | None) -> Disposition:
