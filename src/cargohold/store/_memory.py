@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from cargohold._errors import LimitExceededError
 from cargohold._marks import check_key, new_key
 from cargohold._records import (
     ArtifactRecord,
@@ -71,6 +72,12 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._artifacts: dict[_ArtifactKey, ArtifactRecord] = {}
         self._blobs: dict[_BlobKey, _Blob] = {}
+        # Running figures, so a put's quota checks do not walk every artifact: each owner's
+        # records (expired ones included, until gc removes them: an upper bound of its live
+        # ones, made exact only when it would refuse), each tenant's blobs, and all blobs.
+        self._owned: dict[_Owner, list[int]] = {}  # owner -> [records, bytes]
+        self._held: dict[str, list[int]] = {}  # tenant -> [blobs, bytes]
+        self._stored = [0, 0]  # every tenant's [blobs, bytes]
         self._marker_key = new_key() if marker_key is None else check_key(marker_key)
 
     def __repr__(self) -> str:
@@ -110,16 +117,19 @@ class MemoryStore:
                 # A record is a promise only with its bytes: bytes lost since are put back.
                 healed = blob_key not in self._blobs
                 if healed:
-                    self._blobs[blob_key] = _Blob(bytearray(write.data), chunk_digests(write.data))
+                    self._add_blob(blob_key, write.data)
                 return PutResult(write.ref, record, existing=True, blob_written=healed)
-            objects, size = self._session_usage(scope.owner, now)
-            self.limits.check_session(objects, size, len(write.data))
+            owned = self._owned.get(scope.owner, [0, 0])
+            try:
+                self.limits.check_session(owned[0], owned[1], len(write.data))
+            except LimitExceededError:  # the bound counts expired records: count exactly
+                objects, size = self._session_usage(scope.owner, now)
+                self.limits.check_session(objects, size, len(write.data))
             blob_written = blob_key not in self._blobs
             if blob_written:
-                held = self._tenant_usage(scope.tenant)
-                check_tenant(self.limits, held.objects, held.bytes, len(write.data))
-                stats = self.store_usage()
-                check_store(self.limits, stats.objects, stats.bytes, len(write.data))
+                held = self._held.get(scope.tenant, [0, 0])
+                check_tenant(self.limits, held[0], held[1], len(write.data))
+                check_store(self.limits, self._stored[0], self._stored[1], len(write.data))
             record = ArtifactRecord(
                 ref=write.ref,
                 size=len(write.data),
@@ -137,9 +147,28 @@ class MemoryStore:
                 parent=write.parent,
             )
             if blob_written:
-                self._blobs[blob_key] = _Blob(bytearray(write.data), chunk_digests(write.data))
+                self._add_blob(blob_key, write.data)
+            if old is None:  # an expired record under the key is replaced: counted already
+                counts = self._owned.setdefault(scope.owner, [0, 0])
+                counts[0] += 1
+                counts[1] += record.size
             self._artifacts[key] = record
             return PutResult(write.ref, record, existing=False, blob_written=blob_written)
+
+    def _add_blob(self, key: _BlobKey, data: bytes) -> None:
+        self._blobs[key] = _Blob(bytearray(data), chunk_digests(data))
+        held = self._held.setdefault(key[0], [0, 0])
+        for counts in (held, self._stored):
+            counts[0] += 1
+            counts[1] += len(data)
+
+    def _drop_blob(self, key: _BlobKey) -> None:
+        blob = self._blobs.pop(key, None)
+        if blob is None:
+            return
+        for counts in (self._held[key[0]], self._stored):
+            counts[0] -= 1
+            counts[1] -= len(blob.data)
 
     def _session_usage(self, owner: _Owner, now: float) -> tuple[int, int]:
         objects = size = 0
@@ -270,13 +299,13 @@ class MemoryStore:
             return self._tenant_usage(scope.tenant)
 
     def _tenant_usage(self, tenant: str) -> Usage:
-        mine = [len(blob.data) for (owner, _), blob in self._blobs.items() if owner == tenant]
-        return Usage(len(mine), sum(mine))
+        blobs, size = self._held.get(tenant, (0, 0))
+        return Usage(blobs, size)
 
     def store_usage(self) -> Usage:
         """Every tenant's distinct blobs and bytes: an operator's figure."""
         with self._lock:
-            return Usage(len(self._blobs), sum(len(b.data) for b in self._blobs.values()))
+            return Usage(self._stored[0], self._stored[1])
 
     def gc(self, *, dry_run: bool = False, progress: Progress | None = None) -> GcReport:
         """Remove expired artifacts and the blobs no live artifact names; see
@@ -290,11 +319,14 @@ class MemoryStore:
             freed = sum(len(self._blobs[b].data) for b in doomed if b in self._blobs)
             if not dry_run:
                 for index, key in enumerate(expired, 1):
-                    del self._artifacts[key]
+                    record = self._artifacts.pop(key)
+                    counts = self._owned[key[:3]]
+                    counts[0] -= 1
+                    counts[1] -= record.size
                     if progress is not None:
                         progress(index, len(expired))
                 for blob_key in doomed:
-                    self._blobs.pop(blob_key, None)
+                    self._drop_blob(blob_key)
             return GcReport(len(expired), len(doomed), freed, dry_run)
 
     def verify(self, *, progress: Progress | None = None) -> list[Finding]:
@@ -327,7 +359,9 @@ class MemoryStore:
         """Drop the stored bytes of ``ref`` in ``tenant`` and keep every record, as a deleted
         file would. For tests of ``stale`` and of a put that heals it."""
         with self._lock:
-            del self._blobs[(tenant, ref.digest)]
+            if (tenant, ref.digest) not in self._blobs:
+                raise KeyError(ref.digest)
+            self._drop_blob((tenant, ref.digest))
 
     def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
         """Flip one stored byte, as a disk fault would. For tests of the ``stale`` outcome."""
