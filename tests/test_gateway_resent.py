@@ -16,7 +16,7 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,26 +285,26 @@ def test_another_sessions_request_is_never_read_against_this_ones_turn(pair: Pai
     assert pair.hold.for_session("other").info(ref).ok  # stored in that session's scope too
 
 
-def test_a_kept_turn_expires_after_recheck_seconds(pair: Pair) -> None:
-    pair.kept = Rewriter(recheck_seconds=0.0)
+def three_turns(pair: Pair, result: Callable[[int], str]) -> None:
+    """A conversation of three turns through ``pair``, each adding a call and its result."""
     conversation: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
     for turn in range(3):
-        conversation += anthropic_turn(turn, heavy(turn))
+        conversation += anthropic_turn(turn, result(turn))
         pair.send(
             ANTHROPIC, compact({"model": "claude-fake", "max_tokens": 64, "messages": conversation})
         )
+
+
+def test_a_kept_turn_expires_after_recheck_seconds(pair: Pair) -> None:
+    pair.kept = Rewriter(recheck_seconds=0.0)
+    three_turns(pair, heavy)
 
     assert pair.kept.totals.resent == 0
 
 
 def test_a_request_larger_than_turn_bytes_is_not_kept(pair: Pair) -> None:
     pair.kept = Rewriter(turn_bytes=10_000)
-    conversation: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
-    for turn in range(3):
-        conversation += anthropic_turn(turn, heavy(turn))
-        pair.send(
-            ANTHROPIC, compact({"model": "claude-fake", "max_tokens": 64, "messages": conversation})
-        )
+    three_turns(pair, heavy)
 
     assert pair.kept.totals.resent == 0
 
@@ -312,12 +312,7 @@ def test_a_request_larger_than_turn_bytes_is_not_kept(pair: Pair) -> None:
 def test_with_compaction_every_request_is_rewritten_whole(pair: Pair) -> None:
     pair.kept = Rewriter(compact=True)
     pair.whole = Rewriter(compact=True, turn_bytes=0)
-    conversation: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
-    for turn in range(3):
-        conversation += anthropic_turn(turn, f"ok {turn}")
-        pair.send(
-            ANTHROPIC, compact({"model": "claude-fake", "max_tokens": 64, "messages": conversation})
-        )
+    three_turns(pair, lambda turn: f"ok {turn}")
 
     assert pair.kept.totals.resent == 0
 
