@@ -9,9 +9,10 @@ written; when the outline does not fit it keeps the top level, then its start an
 
 from __future__ import annotations
 
+import bisect
 import functools
-import itertools
 import re
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import re2
@@ -108,41 +109,99 @@ _DEFS: dict[str, tuple[re.Pattern[bytes], ...]] = {
 }
 
 
-_PY_LINES = re.compile(rb"\n(?=[ \t]*+(?:async[ \t]|def[ \t]|class[ \t]|import[ \t]|from[ \t]))")
-"""The newline before each line that may be a definition or an import: what follows the line's
-spaces and tabs is a word :data:`_PY_DEF` or the import pattern needs (a possessive run, for no
-alternative starts with a space). A lookahead, so that ``finditer`` copies nothing."""
+_PY_SCAN = re.compile(
+    rb"\n([ \t]*+)(?:(?:async[ \t]+)?(?:def|class)[ \t]+\w|import[ \t]+([\w.]+)"
+    rb"|from[ \t]+([\w.]+)[ \t]+import\b)"
+)
+"""A newline and the line after it when that line is a definition (:data:`_PY_DEF`, group 1
+its indent) or an import (the import pattern's name in group 2 or 3): one pass of the body
+that finds both, each match within its line. The literal newline first lets the scan jump
+from line to line; the spaces and tabs are a possessive run, for no alternative starts with a
+space."""
 
 
-def _python(data: bytes) -> tuple[list[_Def], list[str]]:
-    """Python's definitions and imports, from the lines :data:`_PY_LINES` points at (one C
-    pass over the body, no split of it into lines): only those are matched against the
-    patterns, each on its own line, as a split would have given it."""
-    out: list[_Def] = []
-    seen: dict[str, None] = {}
-    pattern = _IMPORTS["python"]
-    size = len(data)
-    # Line 1, which no newline precedes, is matched whatever it starts with.
-    starts = itertools.chain((0,), (m.start() + 1 for m in _PY_LINES.finditer(data)))
-    number, counted = 1, 0
-    for start in starts:
-        end = data.find(b"\n", start)
-        raw = data[start : end if end >= 0 else size]
-        number += data.count(b"\n", counted, start)
-        counted = start
-        found = _PY_DEF.match(raw)
-        if found is not None:
-            if len(out) < _MAX_DEFS:
-                text = raw.decode("utf-8", "replace").rstrip()  # as written: tabs stay
+def _python(data: bytes, newlines: int) -> tuple[_Found, list[str]]:
+    """Python's definitions and imports, in one C pass over the body (:data:`_PY_SCAN`), with
+    no split of it into lines and no per-line match in Python: each match is a definition
+    line or an import line, as :data:`_PY_DEF` and the import pattern match a split's lines."""
+    starts: list[int] = []
+    indents: list[int] = []
+    names: dict[bytes, None] = {}
+    # Line 1, which no newline precedes, is matched on its own.
+    found = _PY_DEF.match(data)
+    if found is not None:
+        starts.append(0)
+        indents.append(len(found.group(1).expandtabs(4)))
+    else:
+        first = _IMPORTS["python"].match(data)
+        if first is not None:
+            names[first.group(1) or first.group(2)] = None
+    for match in _PY_SCAN.finditer(data):
+        which = match.lastindex  # 1: a definition (its indent); 2 or 3: an import's name
+        if which == 1:
+            if len(starts) < _MAX_DEFS:
+                starts.append(match.start() + 1)
                 # What precedes the keyword is the match's spaces and tabs, as written.
-                out.append(_Def(number, len(found.group(1).expandtabs(4)), text))
-            continue
-        match = pattern.match(raw)
-        if match is not None:
-            name = match.group(1) or match.group(2)
-            if name:
-                seen.setdefault(name.decode("utf-8", "replace"), None)
-    return out, list(seen)
+                indents.append(len(match.group(1).expandtabs(4)))
+        elif which is not None:
+            names.setdefault(match.group(which), None)
+    # The names are ASCII (``[\w.]+`` of bytes): deduplicated as bytes, as they decode.
+    return _Found(data, newlines, starts, indents), [name.decode() for name in names]
+
+
+class _Found:
+    """Definitions found in a body: where each one's line starts and its indent, for all of
+    them; the line numbers and texts only of those a preview shows (a few hundred of up to
+    :data:`_MAX_DEFS`), for counting lines before each of them was a C call per definition
+    and decoding each line a Python string per definition, most of them never shown."""
+
+    __slots__ = ("_data", "_known", "_lines", "_texts", "indents", "starts")
+
+    def __init__(
+        self,
+        data: bytes,
+        newlines: int,
+        starts: list[int],
+        indents: list[int],
+        texts: list[str] | None = None,
+    ) -> None:
+        self._data = data
+        self.starts = starts
+        self.indents = indents
+        self._texts = texts
+        # Offsets whose line numbers are known, ascending, and those numbers.
+        self._known = [0, len(data)]
+        self._lines = [1, newlines + 1]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def line(self, index: int) -> int:
+        """The 1-based line number of definition ``index``, counted from the nearest offset
+        whose number is known (the preview asks in order from each end)."""
+        offset = self.starts[index]
+        at = bisect.bisect_right(self._known, offset)
+        below, above = self._known[at - 1], self._known[at] if at < len(self._known) else None
+        if above is None or offset - below <= above - offset:
+            number = self._lines[at - 1] + self._data.count(b"\n", below, offset)
+        else:
+            number = self._lines[at] - self._data.count(b"\n", offset, above)
+        if offset != below:
+            self._known.insert(at, offset)
+            self._lines.insert(at, number)
+        return number
+
+    def text(self, index: int) -> str:
+        """Definition ``index``'s line as written (tabs stay: grep-true)."""
+        if self._texts is not None:
+            return self._texts[index]
+        start = self.starts[index]
+        end = self._data.find(b"\n", start)
+        raw = self._data[start : end if end >= 0 else len(self._data)]
+        return raw.decode("utf-8", "replace").rstrip()
+
+    def get(self, index: int) -> _Def:
+        return _Def(self.line(index), self.indents[index], self.text(index))
 
 
 @functools.cache
@@ -161,8 +220,8 @@ def _linear(pattern: re.Pattern[bytes]) -> re2._Regexp[bytes]:
     return re2.compile(flags + pattern.pattern, options)
 
 
-def _definitions(data: bytes, language: str) -> list[_Def]:
-    """Definition lines in file order (line numbers from 1), deduplicated by line."""
+def _definitions(data: bytes, language: str, newlines: int) -> _Found:
+    """Definition lines in file order, deduplicated by line."""
     found: dict[int, tuple[int, int]] = {}
     for pattern in _DEFS.get(language, (_PY_DEF, _C_FUNC, _JS_DEF, _RUST_DEF)):
         for match in _linear(pattern).finditer(data):
@@ -178,18 +237,16 @@ def _definitions(data: bytes, language: str) -> list[_Def]:
             begin = data.rfind(b"\n", 0, start) + 1
             found.setdefault(begin, (begin, 0))
     starts = sorted(found)
-    out: list[_Def] = []
-    line = 1
-    previous = 0
+    indents: list[int] = []
+    texts: list[str] = []
     for begin in starts:
-        line += data.count(b"\n", previous, begin)
-        previous = begin
         end = data.find(b"\n", begin)
         raw = data[begin : end if end >= 0 else len(data)]
         text = raw.decode("utf-8", "replace").rstrip()  # as written: tabs stay (grep-true)
         shown = text.expandtabs(4)
-        out.append(_Def(line, len(shown) - len(shown.lstrip()), text))
-    return out
+        indents.append(len(shown) - len(shown.lstrip()))
+        texts.append(text)
+    return _Found(data, newlines, starts, indents, texts)
 
 
 def _imports(data: bytes, language: str) -> list[str]:
@@ -226,11 +283,13 @@ def _entry(item: _Def, width: int, note: str = "") -> str:
 def project_code(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of a source file within ``budget`` bytes."""
     language = detection.detail or "unknown"
-    lines_total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    newlines = data.count(b"\n")
+    lines_total = newlines + (0 if data.endswith(b"\n") or not data else 1)
     if language == "python":
-        definitions, imports = _python(data)
+        definitions, imports = _python(data, newlines)
     else:
-        definitions, imports = _definitions(data, language), _imports(data, language)
+        definitions = _definitions(data, language, newlines)
+        imports = _imports(data, language)
     width = len(str(lines_total))
 
     out = Builder(budget)
@@ -245,7 +304,7 @@ def project_code(data: bytes, detection: Detection, budget: int) -> str:
     ]
     reserve = sum(len(t.encode()) + 1 for t in tail)
 
-    top = sum(1 for d in definitions if d.indent == 0)
+    top = definitions.indents.count(0)
     what = f"{len(definitions):,} definitions ({top:,} at top level)"
     extra = ""
     if language in ("c", "cpp"):
@@ -258,71 +317,95 @@ def project_code(data: bytes, detection: Detection, budget: int) -> str:
         listed = ", ".join(imports[:40])
         more = f", +{len(imports) - 40} more" if len(imports) > 40 else ""
         out.add_cut(f"imports ({len(imports):,}): {listed}{more}", reserve=reserve)
-    if definitions:
+    if len(definitions):
         _outline(out, definitions, width, reserve)
     out.add_all(tail)
     return out.text()
 
 
-def _outline(out: Builder, definitions: list[_Def], width: int, reserve: int) -> None:
-    """All definitions if they fit; else the top level (nested ones counted); else its ends."""
+def _fits(entries: Iterable[str], room: int) -> bool:
+    """Whether ``entries``, a line each, take at most ``room`` bytes (made until they do not)."""
+    used = 0
+    for entry in entries:
+        used += len(entry.encode()) + 1
+        if used > room:
+            return False
+    return True
+
+
+def _outline(out: Builder, found: _Found, width: int, reserve: int) -> None:
+    """All definitions if they fit; else the top level (nested ones counted); else its ends.
+
+    Entries are made as they are needed (each definition's line number and text with them):
+    of thousands of definitions, a listing that does not fit is found out after the entries
+    that fill the room, and a cut one shows its start and its end only.
+    """
     room = out.room - reserve - 80
+    count = len(found)
+
+    def entry(index: int, note: str = "") -> str:
+        return _entry(found.get(index), width, note)
+
     # An entry takes at least a dozen bytes: past room // 12 definitions none of the listings
     # of them all can fit, and rendering thousands of them only to find that out is the cost.
-    full = [_entry(d, width) for d in definitions] if len(definitions) <= room // 12 else []
-    if full and sum(len(e.encode()) + 1 for e in full) <= room:
+    if count <= room // 12 and _fits(map(entry, range(count)), room):
         out.add("outline (line: definition):", reserve=reserve)
-        out.add_all(full, reserve=reserve)
+        out.add_all(map(entry, range(count)), reserve=reserve)
         return
     title = "outline (line: definition):"
-    nested = any(d.indent for d in definitions)
-    # Every definition's entry is needed only when none is nested (the top level is shown
-    # otherwise): rendering thousands of them for nothing was a third of the outline's time.
-    entries = [] if nested else full or [_entry(d, width) for d in definitions]
-    if nested:
-        groups: list[tuple[_Def, list[_Def]]] = []
-        for item in definitions:
-            if item.indent and groups:
-                groups[-1][1].append(item)
-            else:
-                groups.append((item, []))
-        few = len(groups) <= room // 12
-        named = [
-            _entry(
-                top,
-                width,
-                f" ({len(inner)} nested {', '.join(f'{_name(d)} {d.line}' for d in inner)})"
-                if inner
-                else "",
-            )
-            for top, inner in (groups if few else [])
-        ]
-        if few and sum(len(e.encode()) + 1 for e in named) <= room:
-            out.add(
-                "outline, top level (line: definition; nested by name and line):", reserve=reserve
-            )
-            out.add_all(named, reserve=reserve)
-            return
-        entries = [
-            _entry(top, width, f" (+{len(inner)} nested)" if inner else "") for top, inner in groups
-        ]
+    indents = found.indents
+    if any(indents):
+        # A group is a definition at the top (or the first one) and the nested ones after it.
+        tops = [0, *(i for i in range(1, count) if not indents[i])]
+        ends = [*tops[1:], count]
+        if len(tops) <= room // 12:
+
+            def named(group: int) -> str:
+                top, end = tops[group], ends[group]
+                inner = range(top + 1, end)
+                listed = ", ".join(f"{_name(found.get(i))} {found.line(i)}" for i in inner)
+                return entry(top, f" ({len(inner)} nested {listed})" if len(inner) else "")
+
+            if _fits(map(named, range(len(tops))), room):
+                out.add(
+                    "outline, top level (line: definition; nested by name and line):",
+                    reserve=reserve,
+                )
+                out.add_all(map(named, range(len(tops))), reserve=reserve)
+                return
+
+        def counted(group: int) -> str:
+            inner = ends[group] - tops[group] - 1
+            return entry(tops[group], f" (+{inner} nested)" if inner else "")
+
         title = "outline, top level only (line: definition; nested ones counted):"
-        if sum(len(e.encode()) + 1 for e in entries) <= room:
+        if _fits(map(counted, range(len(tops))), room):
             out.add(title, reserve=reserve)
-            out.add_all(entries, reserve=reserve)
+            out.add_all(map(counted, range(len(tops))), reserve=reserve)
             return
+        _ends(out, title, counted, len(tops), lambda group: found.line(tops[group]), reserve)
+        return
+    _ends(out, title, entry, count, found.line, reserve)
+
+
+def _ends(
+    out: Builder,
+    title: str,
+    entry: Callable[[int], str],
+    count: int,
+    line: Callable[[int], int],
+    reserve: int,
+) -> None:
+    """The ``count`` entries' start, as many as fit, then how many are left out between which
+    lines, then their last three."""
     out.add(title, reserve=reserve)
-    ending = entries[-3:] if len(entries) > 6 else []
+    ending = [entry(i) for i in range(count - 3, count)] if count > 6 else []
     end_cost = sum(len(e.encode()) + 1 for e in ending) + 100
-    shown = out.add_all(entries[: len(entries) - len(ending)], reserve=reserve + end_cost)
-    hidden = len(entries) - len(ending) - shown
+    shown = out.add_all(map(entry, range(count - len(ending))), reserve=reserve + end_cost)
+    hidden = count - len(ending) - shown
     if hidden > 0:
-        first_hidden = entries[shown].split(":", 1)[0].split("(")[0].strip()
-        last_hidden = entries[shown + hidden - 1].split(":", 1)[0].split("(")[0].strip()
         out.add(
-            f"  ... {hidden:,} more between lines {first_hidden} and {last_hidden}",
+            f"  ... {hidden:,} more between lines {line(shown)} and {line(shown + hidden - 1)}",
             reserve=reserve,
         )
-        out.add_all(ending, reserve=reserve)
-    else:
-        out.add_all(ending, reserve=reserve)
+    out.add_all(ending, reserve=reserve)
