@@ -47,47 +47,57 @@ _TEST_STARTS = frozenset(b"-FE_n\xe2")
 _EXCEPTION_STARTS = frozenset(b"ETp")
 _EXCEPTION_WORD = re.compile(rb"Error|Exception|Failure|Throwable|Exit|Interrupt|Fault|Warning")
 _SPACE = frozenset(b" \t\n\r\x0b\x0c")
-_FRAME_LINES = re.compile(
-    rb"\n(?=[ \t\r\x0b\x0c]++(?:at [\w$.<>/\[\]-]+\(.*\)[ \t\r\x0b\x0c]*$"
-    rb"|at .+:\d+:\d+\)?[ \t\r\x0b\x0c]*$|File \"[^\"\n]+\", line \d+"
-    rb"|\.\.\. \d+ more[ \t\r\x0b\x0c]*$|/\S+\.go:\d+)|[\w/.\\-]+\.py:\d+: )",
-    re.M,
-)
-""":data:`_FRAME` over a whole body: a match is the newline before a line ``_FRAME`` matches.
-The same alternatives, with whitespace that never crosses a newline (``\\s`` does: run over
-a whole body, a blank line and the frame after it would match as one), the leading run
-possessive, for no alternative can start inside it. A lookahead, so that ``findall`` lists
-one shared one-byte string per frame line, not a copy of each."""
-
-
 _WS = rb"[ \t\r\x0b\x0c]"
 _NON_WS = rb"[^ \t\n\r\x0b\x0c]"
 
 
-def _key_lines() -> re2._Regexp[bytes]:
+def _re2(pattern: bytes) -> re2._Regexp[bytes]:
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]  # stubs lack it
     options.never_capture = True
     options.max_mem = 32 << 20  # room for the DFA, so that it never falls back to the NFA
-    test = (
-        rb"--- [\w.$]+::[\w$\[\]-]+|(?:FAILED|ERROR) NS+::NS+|_{3,} NS.*? _{3,}WS*$"
-        rb"|(?:FAIL|ERROR): \w+ \([\w.]+\)|WS*--- FAIL: NS+|.*<<< (?:FAILURE|ERROR)!"
-        rb"|not ok \d+|WS*\xe2\x97\x8f .+"
-    )
-    exception = (
-        rb"WS*(?:Caused by: |Exception in thread \"[^\"\n]*\" |EWS+)?[\w$]+(?:\.[\w$]+)*"
-        rb"(?:Error|Exception|Failure|Throwable|Exit|Interrupt|Fault|Warning)\b(?::|WS*$)"
-        rb"|Traceback \(most recent call last\):|panic: |EWS{3}NS"
-    )
-    pattern = rb"(?m)^(?:" + test + rb"|" + exception + rb")"
     return re2.compile(pattern.replace(b"NS", _NON_WS).replace(b"WS", _WS), options)
 
 
-_KEY_LINES = _key_lines()
+# The three patterns for RE2, with whitespace spelled out (RE2's ``\s`` lacks the vertical tab,
+# and over a whole body ``\s`` would cross a newline).
+_TEST_RE2 = (
+    rb"--- [\w.$]+::[\w$\[\]-]+|(?:FAILED|ERROR) NS+::NS+|_{3,} NS.*? _{3,}WS*$"
+    rb"|(?:FAIL|ERROR): \w+ \([\w.]+\)|WS*--- FAIL: NS+|.*<<< (?:FAILURE|ERROR)!"
+    rb"|not ok \d+|WS*\xe2\x97\x8f .+"
+)
+_EXCEPTION_RE2 = (
+    rb"WS*(?:Caused by: |Exception in thread \"[^\"\n]*\" |EWS+)?[\w$]+(?:\.[\w$]+)*"
+    rb"(?:Error|Exception|Failure|Throwable|Exit|Interrupt|Fault|Warning)\b(?::|WS*$)"
+    rb"|Traceback \(most recent call last\):|panic: |EWS{3}NS"
+)
+_FRAME_RE2 = (
+    rb"WS+(?:at [\w$.<>/\[\]-]+\(.*\)WS*$|at .+:\d+:\d+\)?WS*$|File \"[^\"\n]+\", line \d+"
+    rb"|\.\.\. \d+ moreWS*$|/NS+\.go:\d+)|[\w/.\\-]+\.py:\d+: "
+)
+_KEY_LINES = _re2(rb"(?m)^(?:" + _TEST_RE2 + rb"|" + _EXCEPTION_RE2 + rb")")
 """:data:`_TEST` or :data:`_EXCEPTION` over a whole body, for RE2: a match starts a line one of
-them matches. The same alternatives, with whitespace spelled out (RE2's ``\\s`` lacks the
-vertical tab, and over a whole body ``\\s`` would cross a newline). RE2 runs it as a DFA, one
-pass in C over the body, where a backtracking engine tries each alternative on every line."""
+them matches."""
+_FRAMES_OR_KEY = _re2(
+    rb"(?m)^(?:(?:(?:"
+    + _FRAME_RE2
+    + rb")[^\n]*(?:\n|\z))+|"
+    + _TEST_RE2
+    + rb"|"
+    + _EXCEPTION_RE2
+    + rb")"
+)
+"""The body's one pass (RE2 runs it as a DFA, in C): a match is a run of consecutive lines
+:data:`_FRAME` matches, whole (the first alternative, so preferred where a run starts), or else
+the start of a line :data:`_KEY_LINES` matches. A run of frames is one match, not one a line:
+half of a trace's lines are frames, and a Python step for each was most of a large body's time
+(Python's engine over the body, twice RE2's). A run ends with its newline (no other match
+holds one) or at the body's end."""
+_IN_FRAMES = b"<<< "
+"""What a frame-shaped line must hold to be a failing-test or exception line as well: no other
+alternative of :data:`_TEST` or :data:`_EXCEPTION` matches a line that starts as a frame does
+(indented and then ``at ``, ``File "``, ``...`` or ``/``; or a path and ``.py:N: ``). A run
+is searched for the key lines inside it only when it holds these bytes."""
 _NEAR_LINES = 4
 """Lines after a failing-test or exception line classified one by one before RE2 searches."""
 _HEAD_LINES = 40
@@ -161,29 +171,85 @@ def _classify(raw: bytes) -> int:
     return _NONE
 
 
-def _next_key(data: bytes, at: int) -> tuple[tuple[int, int, int] | None, int]:
-    """The first failing-test or exception line from offset ``at`` (a line start) as
-    ``(start, end, class)``, and where to look for the one after it."""
+class _Passes(NamedTuple):
+    """What the one pass over the body finds (:func:`_passes`)."""
+
+    keys: list[tuple[int, int, int, int]]
+    """The failing-test and exception lines in order: ``(start, end, class, line number)``."""
+    run_starts: list[int]
+    """Where each run of consecutive frame lines starts, in order."""
+    run_ends: list[int]
+    """Where each run ends (past its last line's newline)."""
+    run_lines: list[int]
+    """The line number of each run's first line."""
+    frame_lines: int
+    """Frame lines that are not failing-test or exception lines."""
+    total_lines: int
+
+
+def _passes(data: bytes) -> _Passes:
+    """The failing-test and exception lines, the runs of frame lines and the line counts, in
+    one RE2 pass; the newlines are counted once, a stretch between two matches at a time.
+
+    A frame line that is also a failing-test or exception line is a key line, not a frame
+    (:func:`_classify`'s precedence), and is taken out of the frame count.
+    """
     size = len(data)
-    # The next lines first, one by one: in a run of failing-test or exception lines (a flood of
-    # one exception, a list of failed tests) a search per line costs more than the line.
-    for _ in range(_NEAR_LINES):
-        if at >= size:
-            return None, size
-        end = data.find(b"\n", at) + 1 or size
-        kind = _classify(data[at:end])
-        if kind in (_IS_TEST, _IS_ERROR):
-            return (at, end, kind), end
-        at = end
-    while at < size and (found := _KEY_LINES.search(data, at)) is not None:
-        hit = found.start()
-        start = data.rfind(b"\n", 0, hit) + 1
-        end = data.find(b"\n", hit) + 1 or size
+    keys: list[tuple[int, int, int, int]] = []
+    run_starts: list[int] = []
+    run_ends: list[int] = []
+    run_lines: list[int] = []
+    frame_lines = 0
+    at = newlines = 0  # the newlines before ``at``
+    while at < size and (match := _FRAMES_OR_KEY.search(data, at)) is not None:
+        start, stop = match.span()
+        newlines += data.count(b"\n", at, start)
+        end = data.find(b"\n", start) + 1 or size
+        if data[stop - 1] == 10 or (stop == size and _FRAME.match(data[start:end])):
+            # A run of frame lines (a key match never holds a newline; at the body's end, the
+            # run is preferred where its first line is one).
+            run_starts.append(start)
+            run_ends.append(stop)
+            run_lines.append(newlines + 1)
+            inside = data.count(b"\n", start, stop)
+            frame_lines += inside + (data[stop - 1] != 10)
+            if data.find(_IN_FRAMES, start, stop) >= 0:
+                inner, counted, number = start, start, newlines + 1
+                while (hit := _KEY_LINES.search(data, inner, stop)) is not None:
+                    line_start = hit.start()
+                    line_end = data.find(b"\n", line_start) + 1 or size
+                    kind = _classify(data[line_start:line_end])
+                    if kind in (_IS_TEST, _IS_ERROR):
+                        number += data.count(b"\n", counted, line_start)
+                        counted = line_start
+                        keys.append((line_start, line_end, kind, number))
+                        frame_lines -= 1
+                    inner = line_end
+            newlines += inside
+            at = stop
+            continue
         kind = _classify(data[start:end])
-        if kind in (_IS_TEST, _IS_ERROR):
-            return (start, end, kind), end
-        at = end
-    return None, size
+        near = _NEAR_LINES
+        while True:
+            if kind in (_IS_TEST, _IS_ERROR):
+                keys.append((start, end, kind, newlines + 1))
+                near = _NEAR_LINES
+            newlines += end < size or data[-1] == 10
+            at = end
+            if not near or at >= size:
+                break
+            # The next lines one by one: in a run of failing-test or exception lines (a flood
+            # of one exception, a list of failed tests) a search per line costs more than the
+            # line. A frame-shaped line is left to the search, which takes its run whole.
+            near -= 1
+            start, end = at, data.find(b"\n", at) + 1 or size
+            line = data[start:end]
+            kind = _classify(line)
+            if kind == _IS_FRAME or (kind != _NONE and _IN_FRAMES in line):
+                break
+    newlines += data.count(b"\n", at) if at < size else 0
+    total_lines = newlines + (0 if data.endswith(b"\n") or not data else 1)
+    return _Passes(keys, run_starts, run_ends, run_lines, frame_lines, total_lines)
 
 
 @dataclass(slots=True)
@@ -202,16 +268,15 @@ class _Scan:
 def _scan(data: bytes) -> _Scan:
     """Every line's class, found without a Python step per line.
 
-    A Python loop over every line was most of an offload's time (12,000 lines a MiB). Instead:
-    RE2 (a DFA, one pass in C) finds the few failing-test and exception lines
-    (:data:`_KEY_LINES`), each classified exactly by
-    :func:`_classify`; the frame lines, half of a trace's lines, are counted by one C pass of
-    :data:`_FRAME_LINES` (the frame pattern over the whole body), which is also searched for the
-    few frames shown after each failing-test or exception line. The classification, the counts
-    and the lines kept are the per-line loop's exactly.
+    A Python loop over every line was most of an offload's time (12,000 lines a MiB). Instead
+    one RE2 pass (:func:`_passes`, a DFA in C) finds the few failing-test and exception lines,
+    each classified exactly by :func:`_classify`, and the runs of frame lines, counted by their
+    newlines; the few frames shown after each failing-test or exception line are read from the
+    runs. The classification, the counts and the lines kept are the per-line loop's exactly.
     """
     size = len(data)
-    total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    passes = _passes(data)
+    total_lines = passes.total_lines
     head: list[_Line] = []
     start, number = 0, 0
     while start < size and number < _HEAD_LINES:
@@ -227,34 +292,20 @@ def _scan(data: bytes) -> _Scan:
         end, number = start, number - 1
     tail.reverse()
 
-    # Where each frame line from line 2 on starts: one C pass. The frames shown after a
-    # failing-test or exception line are looked up in it, not searched for again.
-    first_end = data.find(b"\n") + 1 or size
-    frame_starts = [m.start() + 1 for m in _FRAME_LINES.finditer(data, first_end - 1)]
-    line1 = _classify(data[:first_end])
-    frame_lines = len(frame_starts) + (line1 == _IS_FRAME)
+    keys, run_starts, run_ends, run_lines = (
+        passes.keys,
+        passes.run_starts,
+        passes.run_ends,
+        passes.run_lines,
+    )
     tests: list[_Line] = []
     errors: list[_Line] = []
     frames: list[_Line] = []
     test_lines = error_lines = 0
-    # The failing-test and exception lines in order (line 1 classified above, for the frame
-    # pass starts at line 2), each with what follows it: the message line, the first frames.
-    key = (0, first_end, line1) if line1 in (_IS_TEST, _IS_ERROR) else None
-    at = first_end
-    if key is None:
-        key, at = _next_key(data, at)
-    number, counted_to = 1, 0
-    while key is not None:
-        start, end, kind = key
-        key, at = _next_key(data, at)
-        number += data.count(b"\n", counted_to, start)
-        counted_to = start
-        if (
-            start
-            and (data[start] in _SPACE or data.find(b".py:", start, end) >= 0)
-            and _FRAME.match(data[start:end])
-        ):
-            frame_lines -= 1  # a frame-shaped line that is a test or exception line
+    # The failing-test and exception lines in order, each with what follows it: the message
+    # line, the first frames.
+    for index, (start, end, kind, number) in enumerate(keys):
+        following_key = keys[index + 1][0] if index + 1 < len(keys) else None
         if kind == _IS_TEST:
             test_lines += 1
             if len(tests) < _KEY_MAX:
@@ -265,7 +316,7 @@ def _scan(data: bytes) -> _Scan:
                 errors.append(_line_at(data, number, start, end))
             # (A next test or exception line right after it is no message: not classified
             # again.)
-            follows = end < size and len(errors) < _KEY_MAX and (key is None or key[0] != end)
+            follows = end < size and len(errors) < _KEY_MAX and following_key != end
             follow_end = data.find(b"\n", end) + 1 or size if follows else end
             following = data[end:follow_end]
             if follows and _classify(following) == _NONE and following.strip():
@@ -273,20 +324,25 @@ def _scan(data: bytes) -> _Scan:
                 # continued (``AssertionFailedError:`` then ``Expected: ...``).
                 error_lines += 1
                 errors.append(_line_at(data, number + 1, end, follow_end))
-        # The first frames of this trace: the frame lines before the next test or exception line.
-        stop = size if key is None else key[0]
-        first = bisect.bisect_left(frame_starts, end)
-        if len(frames) < _KEY_MAX and first < len(frame_starts) and frame_starts[first] < stop:
-            line_number, counted = number + 1, end
-            shown = min(_FRAMES_PER_TRACE, _KEY_MAX - len(frames))
-            for frame_start in frame_starts[first : first + shown]:
-                if frame_start >= stop:
-                    break
-                line_number += data.count(b"\n", counted, frame_start)
-                counted = frame_start
+        if len(frames) >= _KEY_MAX:
+            continue
+        # The first frames of this trace: the frame lines before the next test or exception
+        # line, read from the runs that reach past this line.
+        stop = size if following_key is None else following_key
+        run = bisect.bisect_right(run_ends, end)
+        shown = min(_FRAMES_PER_TRACE, _KEY_MAX - len(frames))
+        while shown and run < len(run_starts) and run_starts[run] < stop:
+            # A run starts after this line, or holds it (a frame-shaped key line).
+            frame_start, line_number = run_starts[run], run_lines[run]
+            if frame_start < end:
+                frame_start, line_number = end, number + 1
+            while shown and frame_start < min(run_ends[run], stop):
                 frame_end = data.find(b"\n", frame_start) + 1 or size
                 frames.append(_line_at(data, line_number, frame_start, frame_end))
-    counts = {"tests": test_lines, "errors": error_lines, "frames": frame_lines}
+                shown -= 1
+                frame_start, line_number = frame_end, line_number + 1
+            run += 1
+    counts = {"tests": test_lines, "errors": error_lines, "frames": passes.frame_lines}
     return _Scan(total_lines, head, tail, tests, errors, frames, counts)
 
 
