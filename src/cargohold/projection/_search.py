@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from itertools import groupby
-from operator import itemgetter, methodcaller
 
 from cargohold.projection._model import Builder, Detection, clip, quote, stripped_end
 
@@ -40,52 +38,68 @@ Quoted = tuple[int, bytes]
 """A line of the body: its number, its bytes."""
 
 
-_PLAIN_CHUNK = 256 * 1024
-"""Bytes of lines split at once, and then into their parts: all the lines of a body at once
-took half its size again, their parts twice (three objects and a list a line)."""
+_GROUP = re.compile(rb"([^:\n]*):([0-9]+):[^\n]*(?:\n\1:([0-9]+):[^\n]*)*+")
+"""A file's run of ``path:line:text`` lines: the first line's path and number, and the last
+line's number (``None`` for a run of one line). The repeat is possessive: it keeps no state to
+backtrack into, so a run of any length is matched in constant memory."""
+_WINDOW = 256 * 1024
+"""Bytes a match reads at most (to the next line end): a long run is matched a window at a
+time, and no single call holds the interpreter for long (a put may run beside it)."""
+_PATH_SAMPLES = 64
+_PATH_BYTES = 1000
 
 
 def _plain(data: bytes) -> tuple[dict[bytes, _File], int, Quoted, bytes] | None:
-    """Plain ``path:line:text`` output (every line so), read in C-speed steps: one ``split`` of
-    the lines and one of each line, 256 KiB of lines at a time, a check that every line
-    number is digits, and the lines grouped by path (grep writes a file's matches together; a
-    group cut by a piece's end continues its file's entry); ``None`` for any other form."""
+    """Plain ``path:line:text`` output (every line so), read a file's run of lines at a time:
+    one match of :data:`_GROUP` a run (grep writes a file's matches together; a path seen
+    again, or a run cut at a window's end, continues its file's entry), its lines counted by
+    their newlines, and only the lines a file's entry quotes split; ``None`` for any other
+    form.
+
+    A line's path is what precedes its first colon, its line number the digits up to the
+    second; the path of an even sample of lines (one in ``total // 64``) is held to 1,000
+    bytes, as the line-by-line reading did (a run's lines share a path: a run is sampled when
+    a sampled line falls in it). A match that does not start where the last one ended (a line
+    of another form) or a line that is empty ends the fast reading."""
     # The lines are those of ``data.split(b"\n")`` less one empty last line (the final break).
-    stop = len(data) - 1 if data.endswith(b"\n") else len(data)
     if not data:
         return None
-    total = data.count(b"\n", 0, stop) + 1
-    stride = max(1, total // 64)  # the paths of an even sample of lines are checked
+    stop = len(data) - 1 if data.endswith(b"\n") else len(data)
     files: dict[bytes, _File] = {}
-    first = 0  # the index of the piece's first line
-    start = 0
+    long_runs: list[tuple[int, int]] = []  # (first line, lines) of runs of a long path
+    match = _GROUP.match
+    index = pos = 0  # the run's first line and first byte
     while True:
-        end = data.find(b"\n", start + _PLAIN_CHUNK, stop)
-        lines = data[start : stop if end < 0 else end].split(b"\n")
-        if b"" in lines:
+        bound = data.find(b"\n", pos + _WINDOW, stop)
+        run = match(data, pos, stop if bound < 0 else bound)
+        if run is None:
             return None
-        if any(
-            len(p) > 1000 or b"\n" in p
-            for p in (line.split(b":", 1)[0] for line in lines[(-first) % stride :: stride])
-        ):
-            return None
-        pieces = list(map(methodcaller("split", b":", 2), lines))
-        if min(map(len, pieces)) < 3 or not all(map(bytes.isdigit, map(itemgetter(1), pieces))):
-            return None
-        for path, group in groupby(pieces, key=itemgetter(0)):
-            block = list(group)
-            entry = files.get(path)
-            if entry is None:
-                entry = files[path] = _File(_text(path), first_line=int(block[0][1][:18]))
-            entry.count += len(block)
-            entry.last_line = int(block[-1][1][:18])
-            for piece in block[: _KEEP_PER_FILE - len(entry.matches)]:
-                entry.matches.append((int(piece[1][:18]), quote(piece[2], 160, strip=True)))
-        if end < 0:
-            last = lines[-1].rstrip(_CR)
-            return files, total, (total, last), last
-        first += len(lines)
-        start = end + 1
+        path, first, last = run.group(1, 2, 3)
+        end = run.end()
+        lines = 1 if last is None else data.count(b"\n", pos, end) + 1
+        if len(path) > _PATH_BYTES:
+            long_runs.append((index, lines))
+        entry = files.get(path)
+        if entry is None:
+            entry = files[path] = _File(_text(path), first_line=int(first[:18]))
+        entry.count += lines
+        entry.last_line = int((first if last is None else last)[:18])
+        at = pos
+        for _ in range(min(lines, _KEEP_PER_FILE - len(entry.matches))):
+            line_end = data.find(b"\n", at, end)
+            line_end = end if line_end < 0 else line_end
+            _, number, text = data[at:line_end].split(b":", 2)
+            entry.matches.append((int(number[:18]), quote(text, 160, strip=True)))
+            at = line_end + 1
+        index += lines
+        if end == stop:
+            break
+        pos = end + 1  # past the newline that ends the run (or the window)
+    stride = max(1, index // _PATH_SAMPLES)
+    if any((-first_line) % stride < lines for first_line, lines in long_runs):
+        return None
+    ending = data[data.rfind(b"\n", 0, stop) + 1 : stop].rstrip(_CR)
+    return files, index, (index, ending), ending
 
 
 def project_search(data: bytes, detection: Detection, budget: int) -> str:
