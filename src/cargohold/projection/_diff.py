@@ -192,13 +192,14 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     """A preview of a unified diff or ``git log -p`` output within ``budget`` bytes."""
     reader = _Reader()
     size = len(data)
-    start = 0
+    start = lines_total = 0  # the lines are counted as they are split, not in a pass more
     while start < size:
         # A window of whole lines at a time: its split copies a bounded part of the body.
         stop = data.find(b"\n", min(size, start + _WINDOW)) + 1 or size
         lines = data[start:stop].split(b"\n")
         if lines[-1] == b"":
             lines.pop()  # what follows the window's last newline: no line
+        lines_total += len(lines)
         last = len(lines) - 1
         ends_open = stop == size and not data.endswith(b"\n")
         firsts = b"".join([line[:1] or b"\n" for line in lines])
@@ -214,7 +215,6 @@ def project_diff(data: bytes, detection: Detection, budget: int) -> str:
     files = sorted(reader.files.values(), key=lambda f: (-(f.added + f.removed), f.path))
     added = sum(f.added for f in files)
     removed = sum(f.removed for f in files)
-    lines_total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
     out = Builder(budget)
     tail_lines = last_lines(data, _TAIL_LINES, stripped_end(data, b"\n"))
