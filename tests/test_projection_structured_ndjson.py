@@ -97,3 +97,12 @@ def test_the_sample_stride_counts_the_lines_that_are_not_empty() -> None:
     assert "ndjson: 998 records on 1,003 lines (5 blank)" in preview
     assert "fields over all 998 records:" in preview
     assert "id: int 7..7" in preview
+
+
+def test_a_chunk_whose_only_other_line_is_spaces_counts_that_line_blank() -> None:
+    # A stub change: the filtered chunk ``[b"   "]`` read as the JSON array "[   ]" (empty), so
+    # the line of spaces was counted neither blank nor invalid ("2 lines (1 blank)"); every
+    # blank line is counted now, as a parse of each line on its own counts it.
+    preview = _preview(b"\n   ")
+
+    assert preview.split("\n", 1)[0] == "ndjson: 0 records on 2 lines (2 blank)"

@@ -177,14 +177,22 @@ def _sort_lines(
     chunk = [line for line in lines if line and line != b"\r"]
     scan.empty += len(lines) - len(chunk)
     offset = (-scan.records) % stride
-    picked = _sampled(parser, b"[" + b",".join(chunk) + b"]", chunk, offset, stride)
+    # A line of spaces alone reads as no element ("[   ]" is an empty array): such a chunk is
+    # sorted line by line, which counts that line blank.
+    spaced = any(map(_blank, chunk))
+    text = b"[" + b",".join(chunk) + b"]"
+    picked = None if spaced else _sampled(parser, text, chunk, offset, stride)
     if picked is not None:
         scan.records += len(chunk)
         scan.sample.extend(picked)
         return
-    try:
-        values = orjson.loads(b"[" + b",".join(chunk) + b"]")
-    except orjson.JSONDecodeError:
+    values: list[Any] | None = None
+    if not spaced:
+        try:
+            values = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            values = None
+    if values is None:
         values = []
         for index, line in enumerate(lines, number):
             if _blank(line):
