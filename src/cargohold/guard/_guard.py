@@ -560,7 +560,7 @@ def count_request_tokens(
     estimate, images at :data:`IMAGE_TOKENS`, the framing per message.
 
     Nothing is judged (no leak check, no window). About 4 M tokens a second; the tokenizer
-    loads once per process (about a second), on first use.
+    loads once per process (a few hundredths of a second), on first use.
 
     Args:
         request: A request (or a part of one) as :meth:`Guard.check` takes it.
