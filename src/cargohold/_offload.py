@@ -22,6 +22,7 @@ never goes inline) and the stub is rendered from a masked copy. A value the call
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import threading
@@ -81,6 +82,7 @@ from cargohold._stub import (
 from cargohold._text import looks_textual
 from cargohold._tokens import Family, estimate_tokens, family_of
 from cargohold.projection import Detection, ProjectionClass, detect, sniff_media_type
+from cargohold.store._core import Prehash
 
 HEAVY_THRESHOLD = 32 * KiB
 """The default heavy threshold: results of at least this many bytes are offloaded."""
@@ -443,7 +445,10 @@ class Offloader:
         if not sensitivity.storable:  # never stored, and never inline either
             refused = SensitivityRefusedError("refused sensitivity", reason="sensitivity")
             return self._withheld(refused, size, limit, media, tool, family)
-        # RE2 releases the GIL while it scans, as hashing does: no CPU_BOUND lock here.
+        # A body the put would overlap with its stub is hashed beside the credential scan: RE2
+        # releases the GIL while it scans, as hashing does (no CPU_BOUND lock here), and the
+        # put, started beside the projection, then has no hashing left to wait for the GIL in.
+        ahead = Prehash(data) if size >= self._overlap_bytes and type(data) is bytes else None
         findings = find_secrets(data)
         redacted: tuple[SecretFinding, ...] = ()
         if findings:
@@ -491,17 +496,20 @@ class Offloader:
         except (RejectedError, StoreError) as exc:
             return self._withheld(exc, size, limit, media, tool, family)
 
+        known = ahead if ahead is not None and ahead.holds(data) else None  # not redacted since
+
         def put() -> PutResult:
-            return self._store.put(
-                data,
-                media_type=media,
-                kind=_kind_label(found),
-                tool=tool,
-                ttl=self._ttl,
-                sensitivity=sensitivity,
-                complete=complete,
-                classification=found.classification.value,
-            )
+            with contextlib.nullcontext() if known is None else known:
+                return self._store.put(
+                    data,
+                    media_type=media,
+                    kind=_kind_label(found),
+                    tool=tool,
+                    ttl=self._ttl,
+                    sensitivity=sensitivity,
+                    complete=complete,
+                    classification=found.classification.value,
+                )
 
         # The stub is made of a masked copy when the bytes hold credentials (same length and
         # lines, so the stub's facts stay those of the real bytes, whose digest the reference
@@ -528,9 +536,8 @@ class Offloader:
             # Binary bytes get a few lines of facts and no projection worth overlapping: the
             # second hash and the thread would cost more than it.
             if render and size >= self._overlap_bytes and found.kind != "binary":
-                stored, early = _put_while_rendering(
-                    put, lambda: render_for(Ref.of(data), media, found)
-                )
+                ref = known.ref() if known is not None else Ref.of(data)
+                stored, early = _put_while_rendering(put, lambda: render_for(ref, media, found))
             else:
                 stored = put()
         except (RejectedError, StoreError) as exc:
