@@ -93,7 +93,7 @@ from cargohold.store._protocol import Clock, Progress
 from cargohold.store._search import (
     INDEX_BYTES,
     SearchHit,
-    index_text,
+    index_utf8,
     match_expression,
     ranked,
     score,
@@ -458,13 +458,13 @@ class LocalStore:
             if not all(isinstance(part, str) for part in (user, session, media_type)):
                 continue
             text = self._head_text(tenant, digest, size, media_type, sensitivity)
-            if isinstance(text, str):
+            if isinstance(text, bytes):
                 self._add_doc(db, (tenant, user, session), digest, text)
 
     def _head_text(
         self, tenant: object, digest: object, size: object, media_type: str, sensitivity: object
-    ) -> str | bool | None:
-        """The search text of a stored blob (:func:`index_text` of its first bytes): ``None``
+    ) -> bytes | bool | None:
+        """The search text of a stored blob (:func:`index_utf8` of its first bytes): ``None``
         for a binary body, ``False`` when the blob cannot be opened as a write leaves it."""
         if not isinstance(tenant, str) or not is_digest(digest) or not is_row_int(size):
             return False
@@ -474,7 +474,7 @@ class LocalStore:
         if fd is None:
             return False
         label = sensitivity if isinstance(sensitivity, str) else Sensitivity.RESTRICTED
-        # A restricted body is read whole: it is masked before the cut (see index_text).
+        # A restricted body is read whole: it is masked before the cut (see index_utf8).
         wanted = size if label == Sensitivity.RESTRICTED else min(size, INDEX_BYTES)
         try:
             head = os.pread(fd, wanted, 0)
@@ -482,7 +482,7 @@ class LocalStore:
             return False
         finally:
             os.close(fd)
-        return index_text(head, media_type, label)
+        return index_utf8(head, media_type, label)
 
     def _search_change(self, db: sqlite3.Connection, change: Callable[[bool], None]) -> None:
         """Change the search rows inside the caller's write transaction.
@@ -524,7 +524,7 @@ class LocalStore:
 
     @staticmethod
     def _add_doc(
-        db: sqlite3.Connection, owner: tuple[str, str, str], digest: str, text: str
+        db: sqlite3.Connection, owner: tuple[str, str, str], digest: str, text: bytes
     ) -> None:
         """One search document for ``(owner, digest)``, in the caller's transaction.
 
@@ -537,7 +537,8 @@ class LocalStore:
             (*owner, digest),
         ).fetchone()
         db.execute("DELETE FROM search_text WHERE rowid = ?", (doc,))
-        db.execute("INSERT INTO search_text (rowid, body) VALUES (?, ?)", (doc, text))
+        # The UTF-8 bytes stored as text (index_utf8 made them valid): no Python str of them.
+        db.execute("INSERT INTO search_text (rowid, body) VALUES (?, CAST(? AS TEXT))", (doc, text))
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -674,7 +675,7 @@ class LocalStore:
         """
         write = prepare_write(data, request, self.limits)
         # The text search indexes (None: binary, never indexed), made before any lock is taken.
-        text = index_text(write.data, write.media_type, write.sensitivity)
+        text = index_utf8(write.data, write.media_type, write.sensitivity)
         with _translated():
             fast = self._put_existing(scope, write, indexed=text is None)
             if fast is not None:
@@ -726,7 +727,7 @@ class LocalStore:
         os.close(fd)
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
-    def _put_new(self, scope: Scope, write: PreparedWrite, text: str | None) -> PutResult:
+    def _put_new(self, scope: Scope, write: PreparedWrite, text: bytes | None) -> PutResult:
         """Write (or extend) the scope's record of these bytes in one write transaction.
 
         Inside it: the scope's record is looked up again (a live one is extended, never
@@ -756,7 +757,7 @@ class LocalStore:
                     sensitivity = higher_sensitivity(old.sensitivity, write.sensitivity)
                     if sensitivity is not write.sensitivity and text is not None:
                         # Indexed as the record's sensitivity, not this put's lower one.
-                        text = index_text(write.data, write.media_type, sensitivity)
+                        text = index_utf8(write.data, write.media_type, sensitivity)
                 if not existing:
                     objects, held = db.execute(
                         "SELECT count(*), coalesce(sum(size), 0) FROM artifacts"
@@ -1373,7 +1374,7 @@ class LocalStore:
             if not isinstance(media_type, str):
                 continue  # a malformed record: reported as one already
             text = self._head_text(tenant, digest, size, media_type, sensitivity)
-            if isinstance(text, str):
+            if isinstance(text, bytes):
                 findings.append(
                     Finding("unindexed", digest, "a record of a text body has no search row")
                 )
