@@ -167,10 +167,10 @@ def bench_offload(root: Path, cfg: Config) -> list[Row]:
 
 
 def _put_target(kind: str, size: int) -> float:
-    """The issue's goal for an offload against a put: binary 1.1x (the seam alone); text kinds
-    2x at 1 MiB and 1.5x at 16 MiB."""
-    if kind == "binary":
-        return 1.1
+    """Issue 27's goal for an offload against a put, every kind binary included: 2x at 1 MiB
+    and 1.5x at 16 MiB. (The store issue's earlier 1.1x for binary predates the credential scan
+    every result now gets, about 1.5 ms a MiB, most of what binary adds to its put.)"""
+    del kind
     return 2.0 if size <= MiB else 1.5
 
 
@@ -495,8 +495,9 @@ def _in_fresh_process(kind: str, mode: str, body: bytes, media: str | None) -> d
 def _offload_memory(kind: str, size: int, body: bytes, media: str | None) -> Row:
     """Peak Python allocation (tracemalloc) of one warm offload, against the body's size.
 
-    tracemalloc sees Python's allocations, not the native ones of simdjson or lexbor: the
-    projection rows' resident-set figures cover those.
+    tracemalloc sees what goes through Python's allocator: lexbor's DOM does (selectolax
+    allocates it there), simdjson's document does not; the projection rows' resident-set
+    figures cover that.
     """
     peak = _in_fresh_process(kind, "memory", body, media)["peak"]
     # A "ratio" row: value and baseline in the same unit (MB), target 3x the body.
