@@ -286,3 +286,21 @@ def test_a_wheel_without_the_bindings_file_counts_through_the_public_api() -> No
         """
     )
     assert figures == {"count": count_tokens(TEXT), "package": True}
+
+
+def test_the_preload_also_compiles_the_credential_scanner_so_no_first_scan_does() -> None:
+    figures = _fresh(
+        """
+        import json
+        import cargohold._secrets as secrets
+        import cargohold._tokens as tokens
+
+        before = secrets._scanner.cache_info().currsize
+        tokens.preload().join(60)
+        after = secrets._scanner.cache_info().currsize
+        token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+        found = [f.kind.value for f in secrets.find_secrets(("token=" + token).encode())]
+        print(json.dumps({"before": before, "after": after, "found": len(found)}))
+        """
+    )
+    assert figures == {"before": 0, "after": 1, "found": 1}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import enum
 import functools
 import hashlib
@@ -505,6 +506,14 @@ def _scanner() -> _Scanner:
         for first in firsts:
             table[first].append(anchored)
     return _Scanner(pattern, table)
+
+
+def preload_scanner() -> None:
+    """Compile the scanner now (a few milliseconds), not in the first scan: the tokenizer's
+    preload thread calls this once it has loaded (:func:`cargohold._tokens.preload`). A
+    failure leaves the first scan to compile it, and raise there if it must."""
+    with contextlib.suppress(Exception):
+        _scanner()
 
 
 def _escape_at(data: bytes, start: int) -> int:

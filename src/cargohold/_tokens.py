@@ -198,18 +198,27 @@ def preload(encoding: str = "o200k_base") -> threading.Thread:
     body waits for it: a long-running surface (the MCP proxy and server, the gateway, the
     LangChain and OpenAI Agents adapters, ``cargohold offload`` before it reads its input)
     calls this at start so that no caller's first call pays it; ``Hold.warmup`` joins it.
-    Counts and stubs are the same whether or not it ran; calling it again returns the same
-    thread.
+    The same thread then compiles the credential scanner's patterns (a few milliseconds that
+    every first offload, binary too, would otherwise pay). Counts and stubs are the same
+    whether or not it ran; calling it again returns the same thread.
     """
     with _load_lock:
         thread = _preloads.get(encoding)
         if thread is None:
             thread = threading.Thread(
-                target=_encoding, args=(encoding,), name="cargohold-tokenizer", daemon=True
+                target=_warm, args=(encoding,), name="cargohold-tokenizer", daemon=True
             )
             _preloads[encoding] = thread
             thread.start()
     return thread
+
+
+def _warm(encoding: str) -> None:
+    _encoding(encoding)
+    # Imported here: the credential scanner is an offload's business, not this module's.
+    from cargohold._secrets import preload_scanner
+
+    preload_scanner()
 
 
 def count_tokens(text: str, encoding: str = "o200k_base") -> int | None:
