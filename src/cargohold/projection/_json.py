@@ -248,12 +248,41 @@ def _separator(data: bytes, first: int) -> bytes | None:
     return b","
 
 
+def _balanced(
+    data: bytes, separator: bytes, at_comma: int, start: int, probe: int, closing: int
+) -> int:
+    """The first cut at a separator from ``probe`` on where as many brackets have opened as
+    closed since ``start`` (a cut between elements, unless brackets inside strings mislead the
+    count: the piece's parse checks it), or ``closing`` when there is none."""
+    depth = 0
+    at = start
+    while probe < closing:
+        found = data.find(separator, probe, closing)
+        if found < 0:
+            break
+        end = found + at_comma
+        depth += (
+            data.count(b"{", at, end)
+            + data.count(b"[", at, end)
+            - data.count(b"}", at, end)
+            - data.count(b"]", at, end)
+        )
+        if depth == 0:
+            return end
+        at = end
+        probe = found + 1
+    return closing
+
+
 def _parse_pieces(data: bytes) -> _Pieced | None:
     """A large top-level array of over ``_STATS_ALL`` elements read in pieces (see
     ``_Pieced``), or ``None`` for any other body, or when no cut can be found or trusted:
     that body is parsed whole (and a body that is not JSON is refused there).
 
-    The picks depend on the element count, known only at the end: a first pass over the pieces
+    A cut is made at the first separator past ``_PIECE`` bytes; once one has failed, at the
+    first there where the brackets pair (counting them costs about as much as parsing, so only
+    where the separator is known to mislead). The picks depend on the element count, known only
+    at the end: a first pass over the pieces
     finds the cuts and counts, a second takes the picks (a count of the separator would take
     longer than parsing, and be wrong where the separator occurs inside elements too).
     """
@@ -269,20 +298,25 @@ def _parse_pieces(data: bytes) -> _Pieced | None:
     parser = simdjson.Parser()
     pieces: list[tuple[int, int, int]] = []
     tries = total = 0
+    balanced = False
     start = first
     try:
         while start < closing:
             probe = start + _PIECE
             while True:
-                found = data.find(separator, probe, closing) if probe < closing else -1
-                end = closing if found < 0 else found + at_comma
+                if balanced:
+                    end = _balanced(data, separator, at_comma, start, probe, closing)
+                else:
+                    found = data.find(separator, probe, closing) if probe < closing else -1
+                    end = closing if found < 0 else found + at_comma
                 count = _read(parser, _piece(data, start, end), [], 0)[0]
                 if count:
                     break
                 tries += 1
                 if end == closing or tries >= _CUT_TRIES:
                     return None
-                probe = found + 1
+                balanced = True  # the separator occurs inside elements: cut where brackets pair
+                probe = end - at_comma + 1
             if not pieces and count * (closing - first) <= 2 * _STATS_ALL * (end - start):
                 return None  # few, large elements: all of them would be picked
             pieces.append((start, end, count))
