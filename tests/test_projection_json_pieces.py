@@ -1,5 +1,6 @@
-"""A large top-level JSON array is parsed in pieces, and its preview is the one the whole
-document gives (issue 27: simdjson's document of a body is about four times the body resident).
+"""A large top-level JSON array, or one that is most of a top-level object, is parsed in
+pieces, and its preview is the one the whole document gives (issue 27: simdjson's document of a
+body is about four times the body resident).
 
 Each test that compares previews makes the pieces small (``_PIECE``) and the bodies read in
 pieces small (``_PIECED_MIN``), so a body of a few hundred KiB is cut many times, and checks
@@ -115,7 +116,27 @@ DOCUMENTS: dict[str, tuple[Callable[[], bytes], bool]] = {
         lambda: orjson.dumps([{"pad": "p" * 300, "i": n} for n in range(1001)]),
         False,
     ),
-    "top-level object": (lambda: orjson.dumps({"rows": _records(3000), "total": 3000}), False),
+    "records in an object": (
+        lambda: orjson.dumps({"meta": {"page": 1}, "rows": _records(3000), "total": 3000}),
+        True,
+    ),
+    "records in an object, indented": (
+        lambda: orjson.dumps({"rows": _records(3000), "next": None}, option=orjson.OPT_INDENT_2),
+        True,
+    ),
+    "records in an object after an array": (
+        lambda: orjson.dumps({"tags": ["a"], "rows": _records(3000)}),
+        False,
+    ),
+    "records in an object before an array": (
+        lambda: orjson.dumps({"rows": _records(3000), "after": [1, {"z": [2]}]}),
+        False,
+    ),
+    "records in an object, its key twice": (
+        lambda: b'{"rows":' + orjson.dumps(_records(3000)) + b',"rows":2}',
+        False,
+    ),
+    "records two objects deep": (lambda: orjson.dumps({"outer": {"rows": _records(3000)}}), False),
 }
 
 
@@ -127,7 +148,7 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _whole(data: bytes, monkeypatch: pytest.MonkeyPatch) -> str:
     with monkeypatch.context() as patch:
-        patch.setattr(_json, "_parse_pieces", lambda data: None)
+        patch.setattr(_json, "_PIECED_MIN", len(data))
         return project(data, media_type="application/json", budget=BUDGET).preview
 
 
@@ -139,10 +160,10 @@ def test_a_json_preview_is_the_same_whether_the_array_is_read_in_pieces_or_whole
     make, in_pieces = DOCUMENTS[name]
     data = make()
 
-    pieced = _json._parse_pieces(data)
+    pieced = _json._parse(data)
     preview = project(data, media_type="application/json", budget=BUDGET).preview
 
-    assert (pieced is not None) is in_pieces
+    assert isinstance(pieced, (_json._Pieced, _json._Grafted)) is in_pieces
     assert preview == _whole(data, monkeypatch)
 
 
@@ -173,6 +194,7 @@ def test_a_large_array_no_piece_can_read_is_left_to_the_whole_parse(
     preview = project(body, media_type="application/json", budget=BUDGET).preview
 
     assert pieced is None
+    assert _json._parse_grafted(b'{"rows":' + body + b"}") is None
     assert preview == _whole(body, monkeypatch)
 
 
@@ -204,3 +226,24 @@ def test_a_large_array_is_read_in_pieces_of_bounded_size() -> None:
     pieces = pieced._pieces
     assert len(pieces) >= len(data) // (2 * _json._PIECE)
     assert max(end - start for start, end, _ in pieces) < 2 * _json._PIECE
+
+
+@pytest.mark.usefixtures("small_pieces")
+def test_an_object_around_a_large_array_looks_its_members_up_as_the_whole_document_does() -> None:
+    records = _records(3000)
+    data = orjson.dumps({"meta": {"page": 1, "tags": None}, "rows": records, "total": 3000})
+
+    grafted = _json._parse_grafted(data)
+
+    assert grafted is not None
+    assert list(grafted) == grafted.keys() == ["meta", "rows", "total"]
+    assert "rows" in grafted
+    assert "next" not in grafted
+    assert isinstance(grafted["rows"], _json._Pieced)
+    assert len(grafted["rows"]) == 3000
+    assert orjson.loads(_json._mini(grafted["rows"][-1])) == records[-1]
+    assert orjson.loads(_json._mini(grafted["meta"])) == {"page": 1, "tags": None}
+    assert grafted["total"] == 3000
+    assert orjson.loads(grafted.mini) == orjson.loads(data)
+    with pytest.raises(KeyError):
+        grafted["next"]

@@ -79,9 +79,6 @@ class JsonError(ValueError):
     """The body looked like JSON but is not."""
 
 
-_OBJECTS = (dict, simdjson.Object)
-
-
 class _Walked:
     """A large simdjson array whose sampled elements were reached in one walk, up front.
 
@@ -293,6 +290,12 @@ def _parse_pieces(data: bytes) -> _Pieced | None:
     closing = _skip_back(data, len(data), opening) - 1
     if data[opening : opening + 1] != b"[" or data[closing : closing + 1] != b"]":
         return None
+    return _pieced(data, opening, closing)
+
+
+def _pieced(data: bytes, opening: int, closing: int) -> _Pieced | None:
+    """The array from ``data[opening]`` (its ``[``) to ``data[closing]`` (its ``]``) read in
+    pieces, as ``_parse_pieces`` says."""
     first = _skip(data, opening + 1, closing)
     separator = _separator(data, first)
     if separator is None:
@@ -342,12 +345,91 @@ def _parse_pieces(data: bytes) -> _Pieced | None:
     return _Pieced(data, pieces, joined)
 
 
+class _Grafted:
+    """A large top-level object whose bulk is one array member, read in pieces (``_Pieced``):
+    its other members are a small document of their own (the body with that array as ``[]``),
+    looked up as the whole document's would be."""
+
+    __slots__ = ("_data", "_key", "_object", "_pieced")
+
+    def __init__(self, data: bytes, skeleton: Any, key: str, pieced: _Pieced) -> None:
+        self._data = data
+        self._object = skeleton
+        self._key = key
+        self._pieced = pieced
+
+    def __len__(self) -> int:
+        return len(self._object)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._object)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._object
+
+    def __getitem__(self, key: str) -> Any:
+        return self._pieced if key == self._key else self._object[key]
+
+    def keys(self) -> list[str]:
+        return list(self._object)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """The members as proxies (a simdjson object's ``items()`` converts them to Python)."""
+        return ((key, self[key]) for key in self._object)
+
+    @property
+    def mini(self) -> bytes:
+        """The whole document's compact JSON, by parsing it whole (no walk of a preview needs
+        it: a large root is measured member by member)."""
+        return _mini(simdjson.Parser().parse(self._data))
+
+
+def _parse_grafted(data: bytes) -> _Grafted | None:
+    """A top-level object with one array member holding most of it, from its first ``[`` to its
+    last ``]``, that array read in pieces; or ``None`` (parsed whole). The rest, with ``[]`` in
+    the array's place, must parse alone, and the array's pieces alone: then the body is that
+    object with that array in it (a prefix that leaves the parser expecting a value, a value,
+    and what follows one), whatever the brackets in its other members."""
+    opening = _skip(data, 0, len(data))
+    closing = _skip_back(data, len(data), opening) - 1
+    if data[opening : opening + 1] != b"{" or data[closing : closing + 1] != b"}":
+        return None
+    start = data.find(b"[", opening, closing)
+    end = data.rfind(b"]", opening, closing)
+    if start < 0 or 2 * (end - start) < len(data):
+        return None
+    skeleton = data[:start] + b"[]" + data[end + 1 :]
+    try:
+        document: Any = simdjson.Parser().parse(skeleton)
+    except (ValueError, RuntimeError):
+        return None
+    if not isinstance(document, simdjson.Object):
+        return None
+    keys = list(document)
+    if len(set(keys)) < len(keys):
+        return None  # a lookup finds a duplicate key's first member, which may not be this one
+    spans = Spans(skeleton)
+    root = spans.root()
+    if root is None:
+        return None
+    members = spans.members(root, keys)
+    key = next((k for k, (at, _) in members.items() if at == start), None)
+    if key is None:
+        return None
+    pieced = _pieced(data, start, end)
+    if pieced is None:
+        return None
+    return _Grafted(data, document, key, pieced)
+
+
 _WALKED = (24, 8, 3, 1_000, 200)
 """The sample counts taken of a top-level array: the shape's (``_SAMPLE``), the record
 search's, the field facts' (``_STATS_SAMPLE``) and their key picks'."""
 _SIMD_ARRAYS = (simdjson.Array, _Walked)
 _ARRAYS = (list, simdjson.Array, _Walked)
-_PROXIES = (simdjson.Object, simdjson.Array, _Walked)
+_OBJECTS = (dict, simdjson.Object, _Grafted)
+_SIMD_OBJECTS = (simdjson.Object, _Grafted)
+_PROXIES = (simdjson.Object, simdjson.Array, _Walked, _Grafted)
 """Tuples, not ``dict | simdjson.Object``: a union is built anew at each call of these, which
 run for every sampled value."""
 
@@ -471,7 +553,7 @@ def _items(value: Any, limit: int | None = None) -> list[tuple[str, Any]]:
     key instead, each a proxy (a lookup walks the members from the first, so callers keep
     ``limit`` small or the object known to be small).
     """
-    if isinstance(value, simdjson.Object):
+    if isinstance(value, _SIMD_OBJECTS):
         return [(key, value[key]) for key in islice(value, limit)]
     return list(islice(value.items(), limit))
 
@@ -521,7 +603,7 @@ class _Values:
 
 def _values(mapping: Any) -> Any:
     """A map's values as a sequence, lazily for a simdjson object."""
-    if isinstance(mapping, simdjson.Object):
+    if isinstance(mapping, _SIMD_OBJECTS):
         return _Values(mapping)
     return list(mapping.values())
 
@@ -954,7 +1036,9 @@ def _parse(data: bytes) -> Any:
     elements picked are kept: see ``_Pieced``). A body simdjson refuses (an integer past 64
     bits, which orjson reads as a float) is read by orjson up to ``_FALLBACK_MAX``."""
     if len(data) > _PIECED_MIN:
-        pieced = _parse_pieces(data)
+        pieced: _Pieced | _Grafted | None = _parse_pieces(data)
+        if pieced is None:
+            pieced = _parse_grafted(data)
         if pieced is not None:
             return pieced
     if len(data) > _ORJSON_MAX:
@@ -1226,7 +1310,7 @@ def project_json(data: bytes, budget: int, *, read_hint: str = "artifact_query")
         names: list[str] = list(document)
         # A simdjson object's values are looked up by key, each lookup walking its members
         # from the first: past _LOOKUPS_MAX keys, a stated sample of them is sized.
-        sample = isinstance(document, simdjson.Object) and len(names) > _LOOKUPS_MAX
+        sample = isinstance(document, _SIMD_OBJECTS) and len(names) > _LOOKUPS_MAX
         sized = [names[i] for i in _sample_indices(len(names), 4 * _SAMPLE)] if sample else names
         sizes = sorted(
             (
