@@ -9,10 +9,10 @@ that work with ``artifact_query`` as they stand.
 Walks are bounded: arrays are sampled (first, last and evenly spaced elements), so the cost
 beyond parsing stays small whatever the document. A body over 256 KiB is read by simdjson, not
 as Python values (ten to twenty times the body): its proxies are walked, looked up or written
-out part by part, never converted whole (a top-level array past 4 MiB is even parsed in pieces,
-of which only the elements sampled are kept), and every figure or text a preview shows is the one
-orjson's Python values would give (floats written as orjson writes them), so the preview is
-the same whichever parser read the body.
+out part by part, never converted whole (past 4 MiB, a top-level array, or the array that is most
+of a top-level object, is parsed in pieces, of which only the elements sampled are kept), and
+every figure or text a preview shows is the one orjson's Python values would give (floats
+written as orjson writes them), so the preview is the same whichever parser read the body.
 """
 
 from __future__ import annotations
@@ -416,6 +416,9 @@ def _parse_grafted(data: bytes) -> _Grafted | None:
     key = next((k for k, (at, _) in members.items() if at == start), None)
     if key is None:
         return None
+    hollow = document[key]
+    if not isinstance(hollow, simdjson.Array) or len(hollow):
+        return None  # the member at the array's place is not the ``[]`` put there
     pieced = _pieced(data, start, end)
     if pieced is None:
         return None
