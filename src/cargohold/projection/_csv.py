@@ -15,9 +15,11 @@ import itertools
 import math
 import re
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import re2
 
 from cargohold.projection._model import Builder, Detection, quote
 
@@ -32,10 +34,10 @@ _DISTINCT_SHOWN = 12
 _DELIMITERS = (",", ";", "\t", "|")
 _SNIFF = 16 * 1024
 
-_INT = re.compile(r"[-+]?(?:0|[1-9]\d*)(?:\n[-+]?(?:0|[1-9]\d*))*")
+_INT = re.compile(r"[-+]?(?:0|[1-9]\d*)(?:\n[-+]?(?:0|[1-9]\d*))*+")
 _NUM = r"[-+]?(?:(?:0|[1-9]\d*)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_FLOAT = re.compile(rf"{_NUM}(?:\n{_NUM})*")
-_DIGITS = re.compile(r"\d+(?:\n\d+)*")
+_FLOAT = re.compile(rf"{_NUM}(?:\n{_NUM})*+")
+_DIGITS = re.compile(r"\d+(?:\n\d+)*+")
 """All digits, some with leading zeros: codes (zip codes, dates as ``081109``), not numbers."""
 _ONE_INT = re.compile(r"[-+]?(?:0|[1-9]\d*)")
 _ONE_FLOAT = re.compile(_NUM)
@@ -48,9 +50,14 @@ _DATETIME = re.compile(
     rf"|{_US_DATE} \d{{1,2}}:\d{{2}}(?::\d{{2}})?(?: ?[AaPp][Mm])?)"
 )
 _US_PARTS = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(.*)")
-_DATES = re.compile(rf"{_DATE.pattern}(?:\n{_DATE.pattern})*")
-_DATETIMES = re.compile(rf"{_DATETIME.pattern}(?:\n{_DATETIME.pattern})*")
-"""A column of dates or date-times joined by line breaks (no value holding one)."""
+_DATES = re.compile(rf"{_DATE.pattern}(?:\n{_DATE.pattern})*+")
+_DATETIMES = re.compile(rf"{_DATETIME.pattern}(?:\n{_DATETIME.pattern})*+")
+"""A column of dates or date-times joined by line breaks (no value holding one).
+
+The joined patterns repeat possessively: no value can end in the middle of another, so a
+backtrack would never find a match the first try missed, and Python's engine keeps no state
+per value for one (a greedy repeat kept about 780 bytes a value: 1.8 MiB for a sampled column).
+"""
 
 
 def _reader(data: bytes, delimiter: str) -> Reader:
@@ -252,74 +259,274 @@ class _Scan:
     sample: list[list[str]] = field(default_factory=list)
     tail: deque[Row] = field(default_factory=deque)
     error_at: int | None = None
-    lines: list[bytes] | None = None
-    """The body's lines, when the scan split it."""
+    newlines: int = 0
+    """The body's line feeds."""
+    texts: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    """The body's own text of the first and last rows, by their ``(first line, last line)``."""
 
 
 Row = tuple[int, int, int, list[str]]
 """``(record number, first line, last line, fields)``."""
+
+_BOM = b"\xef\xbb\xbf"
+_WINDOW = 256 * 1024
+"""Bytes of the body the scan holds a copy of at a time (and its lines, where it splits them)."""
+_UNCOUNTED = {d: bytes(sorted(set(range(256)) - {ord(d), 10})) for d in _DELIMITERS}
+"""Per delimiter, the bytes that are neither it nor a line feed (deleted to count both at once)."""
+_FEW = 8
+"""Line feeds few enough to step over with ``find`` rather than to count."""
+_FIND_STRIDE = 32
+"""A sample of one line in this many or more is found by counting line feeds; a denser one is
+sliced from each window's lines (a split costs less than counting a few lines at a time)."""
+
+
+def _latin1() -> re2.Options:
+    options = re2.Options()
+    # Byte by byte: the body need not be valid UTF-8. The stubs type the field as an int.
+    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]
+    options.never_capture = True
+    return options
+
+
+_LONE_CR = re2.compile(rb"\r(?:[^\n]|\z)", _latin1())
+"""A carriage return not in a CRLF: found by one search (was a count of each, 24 ms a 16 MiB
+body of CRLF lines)."""
+_LINE_QUOTES = re2.compile(rb'[^"]*(?:"[^"\n]*"[^"]*)*(?:"[^"\n]*)?', _latin1())
+"""Matches a body whole when no stretch between an odd quote and the next holds a line feed.
+
+The same test as joining the odd pieces of ``data.split(b'"')`` and looking for one, in one
+DFA pass that keeps nothing.
+"""
+
+
+def _nth_newline(data: bytes, start: int, k: int, average: float) -> int:
+    """The offset of the ``k``-th line feed at or after ``start`` (``k >= 1``), or -1.
+
+    Counted, not stepped: a stretch of about ``k`` lines of ``average`` bytes is counted, then
+    halved by counts until the line feed is a few ``find`` steps from either end.
+    """
+    find, rfind, count = data.find, data.rfind, data.count
+    if k <= _FEW:
+        at = start - 1
+        for _ in range(k):
+            at = find(b"\n", at + 1)
+            if at < 0:
+                return -1
+        return at
+    low, need, size = start, k, len(data)
+    while True:
+        high = min(size, low + int(need * average) + 64)
+        found = count(b"\n", low, high)
+        if found >= need:
+            break
+        if high == size:
+            return -1
+        low, need = high, need - found
+    while need > _FEW and found - need >= _FEW:  # the need-th of the found in [low, high)
+        middle = (low + high) // 2
+        left = count(b"\n", low, middle)
+        if left >= need:
+            high, found = middle, left
+        else:
+            low, need, found = middle, need - left, found - left
+    if need <= _FEW:
+        at = low - 1
+        for _ in range(need):
+            at = find(b"\n", at + 1)
+        return at
+    at = high
+    for _ in range(found - need + 1):
+        at = rfind(b"\n", low, at)
+    return at
+
+
+def _line_starts(data: bytes, stride: int, average: float) -> Iterator[int]:
+    """The offsets of the lines numbered 0, ``stride``, ``2 * stride``... (lines end at ``\\n``;
+    an empty line after the last line feed is none)."""
+    at = 0
+    while at < len(data):
+        yield at
+        end = _nth_newline(data, at, stride, average)
+        if end < 0:
+            return
+        average = max(1.0, (end + 1 - at) / stride)
+        at = end + 1
+
+
+def _line_at(data: bytes, at: int) -> tuple[bytes, int]:
+    """The line starting at offset ``at`` (without its line feed, or a first line's BOM), and
+    the offset of its end."""
+    end = data.find(b"\n", at)
+    end = len(data) if end < 0 else end
+    return data[at:end].removeprefix(_BOM) if at == 0 else data[at:end], end
+
+
+def _window_lines(window: bytes, start: int) -> list[bytes]:
+    """A window's lines (a first line without its BOM), from the window at offset ``start``."""
+    lines = window.split(b"\n")
+    if window.endswith(b"\n"):
+        lines.pop()
+    if start == 0 and lines and lines[0].startswith(_BOM):
+        lines[0] = lines[0][3:]
+    return lines
+
+
+def _is_blank(line: bytes) -> bool:
+    return not line or line == b"\r"
+
+
+def _each_parsed(lines: list[bytes], delimiter: str) -> list[list[str]]:
+    """The fields of each line parsed alone, as ``_parse([line])[0]`` for each line.
+
+    Parsed together first: with as many records as lines, no line ended inside quotes, so
+    each was read from a record's start, as alone. Otherwise (a quote opened in a field's
+    middle makes the csv module's quoting differ from the raw quotes') line by line.
+    """
+    try:
+        rows = _parse(lines, delimiter)
+    except ValueError:
+        rows = []
+    if len(rows) == len(lines):
+        return rows
+    return [_parse([line], delimiter)[0] for line in lines]
 
 
 def _lines_scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan | None:
     """The exact counts in C-speed passes, for a table whose records are its lines (no quoted
     field holds a line break); ``None`` when one does (the csv module must then read it all).
 
-    One ``split`` gives the records; widths are delimiter counts per line (lines holding a
-    quote are parsed by the csv module, which knows quoted delimiters); only the sampled rows
-    and the ends are parsed into fields.
+    The body is read a window at a time (no list of its lines): a window's delimiters and line
+    feeds, kept alone by ``translate``, are its lines' widths; a window whose lines all have
+    the same width (most of a table) is counted without a split. Other windows are split and
+    counted line by line in C, lines holding a quote parsed by the csv module (which knows
+    quoted delimiters). Only the sampled rows and the ends are parsed into fields, found by
+    counting line feeds.
     """
     quote = b'"'
-    if quote in data and b"".join(data.split(quote)[1::2]).count(b"\n"):
+    if quote in data and not _LINE_QUOTES.fullmatch(data):
         return None
-    # A lone carriage return: one not in a CRLF (counted, not searched for in a copy without them).
-    if b"\x00" in data or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n")):
+    if b"\x00" in data or (b"\r" in data and _LONE_CR.search(data)):
         return None  # a NUL, or a lone carriage return (a line end to the csv module)
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
-        lines[0] = lines[0][3:]
     separator = delimiter.encode()
+    uncounted = _UNCOUNTED[delimiter]
     scan = _Scan(tail=deque(maxlen=keep + 1))
-    scan.blank = lines.count(b"") + lines.count(b"\r")
-    scan.count = len(lines) - scan.blank
-    widths = Counter(map(bytes.count, lines, itertools.repeat(separator)))
-    if quote in data:  # a quoted delimiter is not a field boundary: count those lines' fields
-        for line in (line for line in lines if quote in line):
-            widths[line.count(separator)] -= 1
-            widths[len(_parse([line], delimiter)[0]) - 1] += 1
+    # Delimiters per line, in the order widths first appear (ties in most_common go by it);
+    # lines holding a quote move from their delimiter count to their parsed width afterwards.
+    widths: Counter[int] = Counter()
+    unquoted: Counter[int] = Counter()
+    parsed: Counter[int] = Counter()
+    lines_seen = newlines = 0
+    sampled: list[bytes] = []
+    by_split = stride < _FIND_STRIDE
+    start, size = 0, len(data)
+    while start < size:
+        end = data.rfind(b"\n", start, start + _WINDOW) + 1
+        if end <= start:  # a line longer than the window
+            end = data.find(b"\n", start + _WINDOW) + 1 or size
+        window = data[start:end]
+        marks = window.translate(None, uncounted)
+        newlines += marks.count(b"\n")
+        if not marks.endswith(b"\n"):  # the body's last line, unended
+            marks += b"\n"
+        first = marks[: marks.find(b"\n") + 1]
+        lines: list[bytes] | None = None
+        # Lines alike with a delimiter or more: no blank line and no quote among them.
+        if len(first) > 1 and quote not in window and marks.count(first) * len(first) == len(marks):
+            widths[len(first) - 1] += len(marks) // len(first)
+        else:
+            lines = _window_lines(window, start)
+            scan.blank += lines.count(b"") + lines.count(b"\r")
+            widths.update(map(bytes.count, lines, itertools.repeat(separator)))
+            if quote in window:  # a quoted delimiter is not a field boundary
+                quoted = [line for line in lines if quote in line]
+                unquoted.update(map(bytes.count, quoted, itertools.repeat(separator)))
+                parsed.update(len(row) - 1 for row in _each_parsed(quoted, delimiter))
+        if by_split:
+            lines = _window_lines(window, start) if lines is None else lines
+            picked = lines[-lines_seen % stride :: stride]
+            sampled.extend(line for line in picked if not _is_blank(line))
+        lines_seen += marks.count(b"\n")
+        start = end
+    widths.subtract(unquoted)
+    for width, n in parsed.items():
+        widths[width] += n
+    scan.count = lines_seen - scan.blank
+    scan.newlines = newlines
     widths[0] -= scan.blank  # blank lines have no delimiter and no fields
     scan.widths = Counter({width + 1: n for width, n in widths.items() if n > 0})
 
-    def rows(numbers: list[int], records: list[int]) -> list[Row]:
-        parsed = _parse([lines[n] for n in numbers], delimiter)
-        return [(r, n + 1, n + 1, row) for r, n, row in zip(records, numbers, parsed, strict=True)]
+    def rows(found: list[tuple[int, bytes]], records: list[int]) -> list[Row]:
+        fields = _parse([line for _, line in found], delimiter)
+        for n, line in found:
+            scan.texts[(n + 1, n + 1)] = line
+        return [
+            (r, n + 1, n + 1, row) for r, (n, _), row in zip(records, found, fields, strict=True)
+        ]
 
-    head: list[int] = []
-    for number, line in enumerate(lines):
-        if len(head) > keep:
-            break
-        if line and line != b"\r":
-            head.append(number)
-    tail: list[int] = []
-    for number in range(len(lines) - 1, -1, -1):
-        if len(tail) > keep:
-            break
-        if lines[number] and lines[number] != b"\r":
-            tail.insert(0, number)
+    head: list[tuple[int, bytes]] = []
+    number = at = 0
+    while len(head) <= keep and at < size:
+        line, end = _line_at(data, at)
+        if not _is_blank(line):
+            head.append((number, line))
+        number, at = number + 1, end + 1
+    tail: list[tuple[int, bytes]] = []
+    number, end = lines_seen - 1, size - 1 if data.endswith(b"\n") else size
+    while len(tail) <= keep and number >= 0:
+        at = data.rfind(b"\n", 0, end) + 1
+        line = _line_at(data, at)[0]
+        if not _is_blank(line):
+            tail.insert(0, (number, line))
+        number, end = number - 1, at - 1
     scan.head = rows(head, list(range(1, len(head) + 1)))
     scan.tail.extend(rows(tail, list(range(scan.count - len(tail) + 1, scan.count + 1))))
-    sampled = [line for line in lines[::stride] if line and line != b"\r"]
+    if not by_split:
+        head_text = data[: 4 * _SNIFF]
+        average = len(head_text) / max(1, head_text.count(b"\n"))
+        starts = _line_starts(data, stride, average)
+        sampled = [line for line in (_line_at(data, at)[0] for at in starts) if not _is_blank(line)]
     scan.sample = _parse(sampled, delimiter)
-    scan.lines = lines
     return scan
+
+
+def _texts(
+    data: bytes, spans: set[tuple[int, int]], average: float
+) -> dict[tuple[int, int], bytes]:
+    """``b"\\n".join(data.split(b"\\n")[first - 1 : last])`` for each ``(first, last)`` span,
+    found by counting line feeds forward (no split of the body).
+
+    The spans are records' lines, so no two overlap: each is counted on from the last.
+    """
+    texts: dict[tuple[int, int], bytes] = {}
+    line = cursor = 0  # the offset where line number `line` (from 0) starts
+    for first, last in sorted(spans):
+        if first - 1 > line:
+            at = _nth_newline(data, cursor, first - 1 - line, average)
+            if at < 0:  # no such line: as the slice of a split, empty
+                texts[(first, last)] = b""
+                continue
+            line, cursor = first - 1, at + 1
+        end = _nth_newline(data, cursor, last - first + 1, average)
+        texts[(first, last)] = data[cursor : len(data) if end < 0 else end]
+        if end >= 0:
+            line, cursor = last, end + 1
+    return texts
+
+
+def _decoded(lines: list[bytes]) -> Iterator[str]:
+    """The lines joined by line feeds and decoded, as ``io.StringIO`` yields them, a line at a
+    time (a line feed ends every sequence, so each decodes as it would in the whole)."""
+    for line in itertools.islice(lines, max(0, len(lines) - 1)):
+        yield line.decode("utf-8", "replace") + "\n"
+    if lines and lines[-1]:
+        yield lines[-1].decode("utf-8", "replace")
 
 
 def _parse(lines: list[bytes], delimiter: str) -> list[list[str]]:
     """The fields of whole records, one per line."""
-    text = b"\n".join(lines).decode("utf-8", "replace")
+    text = _decoded(lines)
     try:
-        return list(csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False))
+        return list(csv.reader(text, delimiter=delimiter, quotechar='"', strict=False))
     except csv.Error as exc:  # the projection falls back to a verbatim excerpt
         raise ValueError("not CSV") from exc
 
@@ -351,6 +558,11 @@ def _scan(data: bytes, delimiter: str, stride: int, keep: int) -> _Scan:
     except csv.Error:  # e.g. a NUL byte: what was read before it still stands
         scan.error_at = count + 1
     scan.count, scan.blank = count, blank
+    scan.newlines = data.count(b"\n")
+    head_text = data[: 4 * _SNIFF]
+    average = len(head_text) / max(1, head_text.count(b"\n"))
+    spans = {(first, last) for _, first, last, _ in itertools.chain(head, tail)}
+    scan.texts = _texts(data, spans, average)
     return scan
 
 
@@ -374,11 +586,10 @@ def project_csv(data: bytes, detection: Detection, budget: int) -> str:
     stride = 1 if estimated <= sample_rows else -(-estimated // sample_rows)
     keep = max(2, min(8, budget // 1500))
     scan = _lines_scan(data, delimiter, stride, keep) or _scan(data, delimiter, stride, keep)
-    body_lines = scan.lines if scan.lines is not None else data.split(b"\n")
 
     def raw(first: int, last: int) -> bytes:
         """The body's own text of a record (its lines, for a record that spans several)."""
-        return b"\n".join(body_lines[first - 1 : last]).removeprefix(b"\xef\xbb\xbf")
+        return scan.texts[(first, last)].removeprefix(_BOM)
 
     out = Builder(budget)
     if scan.count == 0:
@@ -428,7 +639,7 @@ def project_csv(data: bytes, detection: Detection, budget: int) -> str:
         f"{width} columns; delimiter {name}, {quoted}{crlf}",
         reserve=reserve,
     )
-    physical = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    physical = scan.newlines + (0 if data.endswith(b"\n") else 1)
     notes = []
     if physical != scan.count + scan.blank:
         notes.append(f"{physical:,} lines (quoted fields span lines)")
