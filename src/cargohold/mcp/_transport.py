@@ -340,7 +340,12 @@ async def stdio_upstream(
                             pending.append(chunk)
                             continue
                         pending.append(chunk[:end])
-                        lines = b"".join(pending).split(b"\n")
+                        gathered = b"".join(pending)
+                        # What came before this chunk holds no line's end, so the chunk's first
+                        # end is its last when the gathered bytes are one line (a tool result
+                        # of MiBs, as a rule): that line is not split, a copy of it the less.
+                        one = chunk.find(b"\n") == end
+                        lines = [gathered] if one else gathered.split(b"\n")
                         pending = [chunk[end + 1 :]]
                         for line in lines:
                             try:
