@@ -85,7 +85,7 @@ def test_a_prehashed_body_is_known_only_inside_its_with_block(
     assert len(hashes.bodies) == 1  # after the block, the put hashed for itself
 
 
-def test_the_prehashed_digests_are_the_stores_own(tmp_path: Path) -> None:
+def test_the_prehashed_digests_are_the_stores_own() -> None:
     body = _body(1_000_003)  # a last chunk shorter than the others
     digest, chunks = Prehash(body).digests() or ("", b"")
     assert digest == hashlib.sha256(body).hexdigest()

@@ -445,9 +445,9 @@ class Offloader:
         if not sensitivity.storable:  # never stored, and never inline either
             refused = SensitivityRefusedError("refused sensitivity", reason="sensitivity")
             return self._withheld(refused, size, limit, media, tool, family)
-        # A body the put would overlap with its stub is hashed beside the credential scan: RE2
-        # releases the GIL while it scans, as hashing does (no CPU_BOUND lock here), and the
-        # put, started beside the projection, then has no hashing left to wait for the GIL in.
+        # A body from the overlap size on is hashed beside the credential scan: RE2 releases the
+        # GIL while it scans, as hashing does (no CPU_BOUND lock here), and the put, started
+        # beside the projection, then has no hashing left to wait for the GIL in.
         ahead = Prehash(data) if size >= self._overlap_bytes and type(data) is bytes else None
         findings = find_secrets(data)
         redacted: tuple[SecretFinding, ...] = ()

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 
 import re2
 
+from cargohold._re2 import byte_options
+
 
 class SecretKind(enum.StrEnum):
     """The kinds of credential the detector knows, as stable codes."""
@@ -491,13 +493,10 @@ class _Scanner:
 @functools.cache
 def _scanner() -> _Scanner:
     """Compiled on first use, not at import: the CLI's start-up does not pay for it."""
-    options = re2.Options()
-    # Latin-1: any byte is one character, so binary input is scanned like text.
-    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]  # stubs lack it
-    options.max_mem = 64 << 20  # room for the DFA, so that it never falls back to the NFA
-    # No capturing groups: RE2 then finds a match with its DFA alone. A submatch would cost an
-    # NFA pass over the match (2 s for a 16 MiB run after a key header).
-    options.never_capture = True
+    # Latin-1, so binary input is scanned like text. No capturing groups: RE2 then finds a match
+    # with its DFA alone. A submatch would cost an NFA pass over the match (2 s for a 16 MiB
+    # run after a key header).
+    options = byte_options(never_capture=True, max_mem=64 << 20)
     pattern = re2.compile("|".join(f"(?:{rule.pattern})" for rule in _RULES).encode(), options)
     table: dict[int, _Anchored] = {b: [] for b in range(256)}
     for rule in _RULES:

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import re2
 
+from cargohold._re2 import byte_options
 from cargohold.projection._model import Builder, Detection, clip, last_lines, quote
 
 _KEYWORDS = frozenset(
@@ -213,9 +214,7 @@ def _linear(pattern: re.Pattern[bytes]) -> re2._Regexp[bytes]:
     would take half an hour), RE2 2 ms for 1 MiB. Compiled on first use, not at import.
     Latin-1: every byte is one character, as in the bytes pattern.
     """
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]  # stubs lack it
-    options.max_mem = 64 << 20
+    options = byte_options(max_mem=64 << 20)
     flags = b"(?m)" if pattern.flags & re.M else b""
     return re2.compile(flags + pattern.pattern, options)
 

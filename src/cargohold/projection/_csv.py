@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import re2
 
+from cargohold._re2 import byte_options
 from cargohold.projection._model import Builder, Detection, quote
 
 if TYPE_CHECKING:
@@ -280,18 +281,12 @@ _FIND_STRIDE = 32
 sliced from each window's lines (a split costs less than counting a few lines at a time)."""
 
 
-def _latin1() -> re2.Options:
-    options = re2.Options()
-    # Byte by byte: the body need not be valid UTF-8. The stubs type the field as an int.
-    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]
-    options.never_capture = True
-    return options
-
-
-_LONE_CR = re2.compile(rb"\r(?:[^\n]|\z)", _latin1())
+_LONE_CR = re2.compile(rb"\r(?:[^\n]|\z)", byte_options(never_capture=True))
 """A carriage return not in a CRLF: found by one search (was a count of each, 24 ms a 16 MiB
 body of CRLF lines)."""
-_LINE_QUOTES = re2.compile(rb'[^"]*(?:"[^"\n]*"[^"]*)*(?:"[^"\n]*)?', _latin1())
+_LINE_QUOTES = re2.compile(
+    rb'[^"]*(?:"[^"\n]*"[^"]*)*(?:"[^"\n]*)?', byte_options(never_capture=True)
+)
 """Matches a body whole when no stretch between an odd quote and the next holds a line feed.
 
 The same test as joining the odd pieces of ``data.split(b'"')`` and looking for one, in one

@@ -13,6 +13,7 @@ import re
 
 import re2
 
+from cargohold._re2 import byte_options
 from cargohold._text import looks_textual
 from cargohold.projection._model import Detection, ProjectionClass
 
@@ -117,18 +118,10 @@ def _is_base64(head: bytes) -> bool:
     return letters > len(sample) // 8 and digits > len(sample) // 50
 
 
-def _latin1() -> re2.Options:
-    options = re2.Options()
-    # Byte by byte: a UTF-8 character cut by the sniff window is bytes like any other. The
-    # stubs type the field as an int; the binding takes only its own enum.
-    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]
-    return options
-
-
 _JSON_TOKENS = re2.compile(
     rb'(?:[ \t\r\n,:\[\]{}]+|"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*"'
     rb"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)*",
-    _latin1(),
+    byte_options(),
 )
 """A run of JSON's tokens: what a JSON text (or NDJSON) is made of, and a Python ``repr`` is not
 (its single quotes, ``None``, ``True``, ``False``, tuples' parentheses stop the run). RE2: 0.13 ms

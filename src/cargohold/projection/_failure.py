@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import re2
 
+from cargohold._re2 import byte_options
 from cargohold._text import decode, utf8_len
 from cargohold.projection._model import Builder, Detection
 from cargohold.projection._text import head_tail
@@ -52,10 +53,7 @@ _NON_WS = rb"[^ \t\n\r\x0b\x0c]"
 
 
 def _re2(pattern: bytes) -> re2._Regexp[bytes]:
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1  # type: ignore[attr-defined]  # stubs lack it
-    options.never_capture = True
-    options.max_mem = 32 << 20  # room for the DFA, so that it never falls back to the NFA
+    options = byte_options(never_capture=True, max_mem=32 << 20)
     return re2.compile(pattern.replace(b"NS", _NON_WS).replace(b"WS", _WS), options)
 
 

@@ -98,14 +98,24 @@ def index_text(data: bytes, media_type: str | None, sensitivity: Sensitivity | s
     credential crossing the bound would lose its tail, match no rule and enter the index in
     clear, where a search could confirm a guess of it. ``data`` is therefore the whole body.
     """
+    head = _indexed_head(data, media_type, sensitivity)
+    if head is None:
+        return None
+    text = head.decode("utf-8", "replace")
+    # A copy more only for a body holding NUL (which SQLite's text would end at).
+    return text.replace("\x00", " ") if b"\x00" in head else text
+
+
+def _indexed_head(
+    data: bytes, media_type: str | None, sensitivity: Sensitivity | str
+) -> bytes | None:
+    """The bytes a body is indexed by, before they are read as text: ``None`` for a binary body,
+    else its first :data:`INDEX_BYTES`, of its masked copy when it is restricted."""
     if looks_binary(data, media_type):
         return None
     if sensitivity == Sensitivity.RESTRICTED:
         data = mask_secrets(data)
-    head = data[:INDEX_BYTES]  # the body itself when it is no longer: no copy
-    text = head.decode("utf-8", "replace")
-    # A copy more only for a body holding NUL (which SQLite's text would end at).
-    return text.replace("\x00", " ") if b"\x00" in head else text
+    return data[:INDEX_BYTES]  # the body itself when it is no longer: no copy
 
 
 _PIECE = 64 * 1024
@@ -122,11 +132,9 @@ def index_utf8(data: bytes, media_type: str | None, sensitivity: Sensitivity | s
     it does whole) only to check it; a valid head is its own answer, with no copy, and only an
     invalid one is rebuilt, its bad bytes replaced as :func:`index_text` replaces them.
     """
-    if looks_binary(data, media_type):
+    head = _indexed_head(data, media_type, sensitivity)
+    if head is None:
         return None
-    if sensitivity == Sensitivity.RESTRICTED:
-        data = mask_secrets(data)
-    head = data[:INDEX_BYTES]  # the body itself when it is no longer: no copy
     if not head.isascii() and not _valid_utf8(head):
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         pieces = [
