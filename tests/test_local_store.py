@@ -567,6 +567,7 @@ def test_an_index_of_the_first_schema_gains_the_parent_column_when_opened_and_ke
         db.execute("ALTER TABLE stats DROP COLUMN since")
         db.execute("DROP TABLE search_text")
         db.execute("DROP TABLE search_docs")
+        db.execute("DROP TABLE search_pending")
         db.execute("PRAGMA user_version = 1")
         db.commit()
 
@@ -1233,6 +1234,7 @@ def test_verify_reports_a_damaged_search_table_as_a_finding_instead_of_raising(
     local_store: LocalStore, store_root: Path
 ) -> None:
     _stored(local_store, b"a text body with words to index\n" * 50)
+    local_store._drain()  # white box: its search row written before the table is damaged
     with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
         db.execute("UPDATE search_text_data SET block = zeroblob(length(block))")
         db.commit()
@@ -1248,6 +1250,7 @@ def test_a_damaged_search_table_blocks_no_put_and_no_gc_and_verify_names_what_it
     with _opened(store_root, clock) as store:
         scoped = ScopedStore(store, ALICE)
         old = scoped.put(b"an older text body with words\n" * 50, ttl=5).ref
+        assert [hit.ref for hit in scoped.search("older", limit=5)] == [old]  # its row written
         with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
             db.execute("UPDATE search_text_data SET block = zeroblob(length(block))")
             db.commit()
@@ -1305,7 +1308,7 @@ def test_a_record_gc_removed_while_search_was_off_leaves_no_row_a_later_put_inhe
         assert [hit.ref for hit in scoped.search("config", limit=5)] == [ref]
 
 
-def test_a_full_disk_during_a_search_change_is_a_store_error_not_taken_for_damage(
+def test_a_full_disk_while_a_search_row_is_written_is_not_taken_for_damage(
     store_root: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def full(*args: object) -> None:
@@ -1316,12 +1319,14 @@ def test_a_full_disk_during_a_search_change_is_a_store_error_not_taken_for_damag
     with _opened(store_root, clock) as store:
         scoped = ScopedStore(store, ALICE)
         monkeypatch.setattr(LocalStore, "_add_doc", staticmethod(full))
+        ref = scoped.put(b"a text body while the disk is full\n" * 50).ref  # durable all the same
         with pytest.raises(StoreError):
-            scoped.put(b"a text body while the disk is full\n" * 50)
+            scoped.search("full", limit=5)  # the search writes the pending row: the disk says no
         monkeypatch.undo()
-        ref = scoped.put(b"a text body once there is room\n" * 50).ref
 
-        assert [hit.ref for hit in scoped.search("room", limit=5)] == [ref]
+        assert not store._search_damaged  # white box: the table was not given up on
+        assert [hit.ref for hit in scoped.search("full", limit=5)] == [ref]
+        assert scoped.read(ref).data == b"a text body while the disk is full\n" * 50
 
 
 def test_verify_reports_a_record_whose_size_is_not_its_blobs(
@@ -1446,6 +1451,7 @@ def _to_version_2(root: Path) -> None:
     with contextlib.closing(sqlite3.connect(root / "index.sqlite3")) as db:
         db.execute("DROP TABLE search_text")
         db.execute("DROP TABLE search_docs")
+        db.execute("DROP TABLE search_pending")
         db.execute("ALTER TABLE stats DROP COLUMN since")
         db.execute("PRAGMA user_version = 2")
         db.commit()
@@ -1498,7 +1504,8 @@ def test_search_rows_left_without_their_record_are_reported_by_verify(
     store_root: Path, clock: FakeClock
 ) -> None:
     with _opened(store_root, clock) as store:
-        ScopedStore(store, ALICE).put(b"a needle\n")
+        ref = ScopedStore(store, ALICE).put(b"a needle\n").ref
+        assert [hit.ref for hit in ScopedStore(store, ALICE).search("needle", limit=5)] == [ref]
         with contextlib.closing(sqlite3.connect(store_root / "index.sqlite3")) as db:
             db.execute("DELETE FROM artifacts")
             db.commit()

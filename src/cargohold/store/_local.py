@@ -59,6 +59,7 @@ from cargohold._records import (
     Finding,
     GcReport,
     Limits,
+    MiB,
     PutRequest,
     PutResult,
     ReadOutcome,
@@ -188,6 +189,18 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE stats ADD COLUMN since REAL",
         ),
     ),
+    (
+        5,
+        (
+            # A text record whose search row is still to be written: the put's transaction adds
+            # it (a small row) and the indexer writes the search row after the put returned
+            # (see LocalStore._index_later). The id is never reused (AUTOINCREMENT), so a job
+            # queued for a row that went names no later row.
+            "CREATE TABLE search_pending (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+            " tenant TEXT NOT NULL, user TEXT NOT NULL, session TEXT NOT NULL,"
+            " digest TEXT NOT NULL, UNIQUE (tenant, user, session, digest))",
+        ),
+    ),
 )
 """Each step of the index after version 1: its version and the statements that reach it.
 
@@ -208,7 +221,20 @@ _UNINDEX_TEXT = (
 _UNINDEX_DOC = (
     "DELETE FROM search_docs WHERE tenant = ? AND user = ? AND session = ? AND digest = ?"
 )
-_INDEXED = "SELECT 1 FROM search_docs WHERE tenant = ? AND user = ? AND session = ? AND digest = ?"
+_UNINDEX_PENDING = (
+    "DELETE FROM search_pending WHERE tenant = ? AND user = ? AND session = ? AND digest = ?"
+)
+_INDEXED = (
+    "SELECT 1 FROM search_docs WHERE tenant = ?1 AND user = ?2 AND session = ?3 AND digest = ?4"
+    " UNION ALL SELECT 1 FROM search_pending"
+    " WHERE tenant = ?1 AND user = ?2 AND session = ?3 AND digest = ?4"
+)
+"""Whether a record has its search row, written or still to be written."""
+_PENDING_OF = (
+    "SELECT id FROM search_pending WHERE tenant = ? AND user = ? AND session = ? ORDER BY id"
+)
+_QUEUE_BYTES = 32 * MiB
+"""The most text the indexer holds queued: a put past it writes its search row itself."""
 _OWNED = " WHERE tenant = ? AND user = ? AND session = ?"
 # The column list is a constant of this module; every value is bound as a parameter.
 _SELECT_ONE = f"SELECT {_RECORD_COLUMNS} FROM artifacts{_OWNED} AND digest = ?"  # noqa: S608
@@ -336,6 +362,16 @@ class _SearchDamaged(Exception):
     """The search table refused a change: the write transaction is run again without it."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _IndexJob:
+    """A search row to write: its ``search_pending`` row, the text (``index_utf8`` of the body,
+    masked as ``sensitivity`` asks) and that sensitivity."""
+
+    pending: int
+    text: bytes
+    sensitivity: Sensitivity
+
+
 class LocalStore:
     """Blob files plus a SQLite index under one managed root; safe for several processes at once.
 
@@ -379,6 +415,14 @@ class LocalStore:
             )
             self._closed = False
             self._search_damaged = False  # set when the search table refuses a change
+            self._writer = threading.Lock()  # one write transaction of this handle at a time
+            self._jobs: list[_IndexJob] = []  # search rows to write, oldest first
+            self._queued = 0  # their text's bytes
+            self._wake = threading.Condition(threading.Lock())
+            self._indexer: threading.Thread | None = None
+            self._indexer_db: sqlite3.Connection | None = None
+            self._busy_timeout = busy_timeout
+            self._pid = os.getpid()  # a forked child has no indexer thread: see _forked
             self._marker_key: bytes | None = None
             self._enable_wal(busy_timeout)
             self._index.execute("PRAGMA synchronous=NORMAL")
@@ -521,6 +565,20 @@ class LocalStore:
         if fts:
             db.execute(_UNINDEX_TEXT, (*owner, digest))
         db.execute(_UNINDEX_DOC, (*owner, digest))
+        db.execute(_UNINDEX_PENDING, (*owner, digest))
+
+    @classmethod
+    def _add_doc_if(
+        cls,
+        db: sqlite3.Connection,
+        owner: tuple[str, str, str],
+        digest: str,
+        text: bytes,
+        fts: bool,
+    ) -> None:
+        """:meth:`_add_doc` when ``fts`` (a :meth:`_search_change` change)."""
+        if fts:
+            cls._add_doc(db, owner, digest, text)
 
     @staticmethod
     def _add_doc(
@@ -540,10 +598,133 @@ class LocalStore:
         # The UTF-8 bytes stored as text (index_utf8 made them valid): no Python str of them.
         db.execute("INSERT INTO search_text (rowid, body) VALUES (?, CAST(? AS TEXT))", (doc, text))
 
+    # -- the search rows written after the put ----------------------------------------------
+
+    def _can_queue(self, size: int) -> bool:
+        """Whether a put may leave its search row to the indexer (its queue has room)."""
+        return not self._search_damaged and self._queued + size <= _QUEUE_BYTES
+
+    def _forked(self) -> None:
+        """In a child forked with this handle: the parent's queue is the parent's (its pending
+        rows are written by it, or by a search); this process starts its own indexer."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._wake = threading.Condition(threading.Lock())
+            self._jobs, self._queued, self._indexer, self._indexer_db = [], 0, None, None
+
+    def _queue(self, job: _IndexJob) -> None:
+        """Hand ``job`` to the indexer thread, starting it on first use."""
+        self._forked()
+        with self._wake:
+            if self._closed:
+                return  # the pending row stays: the next search of its owner writes it
+            self._jobs.append(job)
+            self._queued += len(job.text)
+            if self._indexer is None:
+                self._indexer = threading.Thread(
+                    target=self._index_later, name="cargohold-search-index", daemon=True
+                )
+                self._indexer.start()
+            self._wake.notify_all()
+
+    def _index_later(self) -> None:
+        """The indexer thread: writes each queued search row in its own transaction, on its own
+        connection (a read of this store is not held up meanwhile), until the store closes.
+
+        A job that fails (a locked database past its timeout, a full disk) leaves its pending
+        row: the next search of its owner writes it (:meth:`_catch_up`), and ``verify`` names
+        it ``unindexed`` until then. No error leaves this thread: its caller has returned."""
+        while True:
+            with self._wake:
+                while not self._jobs and not self._closed:
+                    self._wake.wait()
+                if not self._jobs:
+                    return  # closed and drained
+                job = self._jobs[0]
+            try:
+                db = self._indexer_db
+                if db is None:
+                    db = self._indexer_db = sqlite3.connect(
+                        self._root / "index.sqlite3",
+                        timeout=self._busy_timeout,
+                        isolation_level=None,
+                        check_same_thread=False,
+                    )
+                    db.execute("PRAGMA synchronous=NORMAL")
+                self._write_pending(db, job.pending, job)
+            except (sqlite3.Error, OSError, StoreError):
+                pass  # the pending row stays: see above
+            finally:
+                with self._wake:
+                    self._jobs.pop(0)
+                    self._queued -= len(job.text)
+                    self._wake.notify_all()
+
+    def _write_pending(self, db: sqlite3.Connection, pending: int, job: _IndexJob | None) -> None:
+        """Write the search row of ``search_pending`` row ``pending`` on connection ``db``, in
+        one write transaction that also removes the pending row; nothing when it is gone (its
+        record went, or another writer took it). ``job`` carries the text; without it, or when
+        the record's sensitivity has been raised since, the text is read from the blob."""
+        for fts in (not self._search_damaged, False):
+            with self._writer:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    row = db.execute(
+                        "SELECT p.tenant, p.user, p.session, p.digest, a.size, a.media_type,"
+                        " a.sensitivity FROM search_pending p JOIN artifacts a"
+                        " ON a.tenant = p.tenant AND a.user = p.user AND a.session = p.session"
+                        " AND a.digest = p.digest WHERE p.id = ?",
+                        (pending,),
+                    ).fetchone()
+                    db.execute("DELETE FROM search_pending WHERE id = ?", (pending,))
+                    if row is not None and fts:
+                        tenant, user, session, digest, size, media_type, sensitivity = row
+                        text: bytes | bool | None
+                        if job is not None and sensitivity == job.sensitivity.value:
+                            text = job.text
+                        elif isinstance(media_type, str):
+                            text = self._head_text(tenant, digest, size, media_type, sensitivity)
+                        else:
+                            text = None
+                        if isinstance(text, bytes):
+                            indexed = text
+                            owner = (tenant, user, session)
+
+                            self._search_change(
+                                db, functools.partial(self._add_doc_if, db, owner, digest, indexed)
+                            )
+                except _SearchDamaged:
+                    db.execute("ROLLBACK")
+                    self._search_damaged = True  # again: the pending row goes, no search row
+                    continue
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+                return
+
+    def _drain(self) -> None:
+        """Wait until the indexer has written every search row queued so far."""
+        self._forked()
+        with self._wake:
+            while self._jobs:
+                self._wake.wait()
+
+    def _catch_up(self, scope: Scope) -> None:
+        """Before a search: the queued search rows written, and the scope's pending rows this
+        handle holds no job for (another process's, or one a crash left) written here, so a
+        search after a put, in any process, finds it."""
+        self._drain()
+        with self._lock:
+            rows = self._index.execute(_PENDING_OF, scope.owner).fetchall()
+        for (pending,) in rows:
+            with self._lock:
+                self._write_pending(self._index, pending, None)
+
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction holding SQLite's write lock across processes."""
-        with self._lock:
+        with self._lock, self._writer:
             if self._closed:
                 raise UsageError("the store is closed")
             db = self._db
@@ -680,11 +861,16 @@ class LocalStore:
             fast = self._put_existing(scope, write, indexed=text is None)
             if fast is not None:
                 return fast
+            jobs: list[_IndexJob] = []
             try:
-                return self._put_new(scope, write, text)
+                result = self._put_new(scope, write, text, jobs)
             except _SearchDamaged:
                 self._search_damaged = True  # rolled back whole: again, without search rows
-                return self._put_new(scope, write, text)
+                jobs.clear()
+                result = self._put_new(scope, write, text, jobs)
+        for job in jobs:  # only after the commit that wrote its pending row
+            self._queue(job)
+        return result
 
     def _put_existing(
         self, scope: Scope, write: PreparedWrite, *, indexed: bool
@@ -727,7 +913,9 @@ class LocalStore:
         os.close(fd)
         return PutResult(write.ref, record, existing=True, blob_written=False)
 
-    def _put_new(self, scope: Scope, write: PreparedWrite, text: bytes | None) -> PutResult:
+    def _put_new(
+        self, scope: Scope, write: PreparedWrite, text: bytes | None, jobs: list[_IndexJob]
+    ) -> PutResult:
         """Write (or extend) the scope's record of these bytes in one write transaction.
 
         Inside it: the scope's record is looked up again (a live one is extended, never
@@ -814,9 +1002,19 @@ class LocalStore:
                     # Raised to restricted: the search row is written again from the masked copy.
                     self._search_change(db, lambda fts: self._unindex(db, scope.owner, digest, fts))
                 indexed = db.execute(_INDEXED, (*scope.owner, digest)).fetchone() is not None
-                if text is not None and not indexed:
-                    # Indexed in the put's transaction: a record and its search row commit
-                    # together (and a re-put writes a lost one again).
+                if text is not None and not indexed and self._can_queue(len(text)):
+                    # The search row is written after the put returns (:meth:`_index_later`):
+                    # its pending row commits with the record (and a re-put writes a lost one
+                    # again), and a search of this owner writes what is still pending first.
+                    (pending,) = db.execute(
+                        "INSERT INTO search_pending (tenant, user, session, digest)"
+                        " VALUES (?, ?, ?, ?) RETURNING id",
+                        (*scope.owner, digest),
+                    ).fetchone()
+                    jobs.append(_IndexJob(pending, text, sensitivity))
+                elif text is not None and not indexed:
+                    # The indexer's queue is full: indexed in the put's transaction, a record
+                    # and its search row committing together.
                     indexed_text = text
 
                     def index(fts: bool) -> None:
@@ -1028,6 +1226,8 @@ class LocalStore:
         terms = search_terms(query, limit)
         if not terms:
             return []
+        with _translated():
+            self._catch_up(scope)
         with _translated(), self._lock:
             rows = self._index.execute(
                 "SELECT d.digest, f.body FROM search_text f"
@@ -1168,6 +1368,7 @@ class LocalStore:
                 if fts:
                     db.executemany(_UNINDEX_TEXT, rows)
                 db.executemany(_UNINDEX_DOC, rows)
+                db.executemany(_UNINDEX_PENDING, rows)
 
             self._search_change(db, unindex)
             db.executemany(
@@ -1281,6 +1482,7 @@ class LocalStore:
         that can block. A blob that looks missing or unnamed is looked at again under the
         write lock, so a ``gc`` or a put running meanwhile is not reported as damage.
         """
+        self._drain()  # the search rows this handle queued are written before they are checked
         with _translated():
             return self._verify(progress)
 
@@ -1362,6 +1564,9 @@ class LocalStore:
                 "SELECT a.tenant, a.digest, a.size, a.media_type, a.sensitivity FROM artifacts a"
                 " WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.tenant = a.tenant"
                 " AND d.user = a.user AND d.session = a.session AND d.digest = a.digest)"
+                # Another process's search row still to be written is not a gap.
+                " AND NOT EXISTS (SELECT 1 FROM search_pending p WHERE p.tenant = a.tenant"
+                " AND p.user = a.user AND p.session = a.session AND p.digest = a.digest)"
             ).fetchall()
             (stray,) = self._index.execute(
                 "SELECT count(*) FROM search_docs d WHERE NOT EXISTS (SELECT 1 FROM artifacts a"
@@ -1495,11 +1700,21 @@ class LocalStore:
         return self._marker_key
 
     def close(self) -> None:
-        """Close the index. Idempotent."""
+        """Close the index, once the search rows queued are written. Idempotent."""
+        self._forked()
+        with self._wake:
+            first = not self._closed
+            self._closed = True  # the indexer ends once its queue is empty
+            indexer = self._indexer
+            self._wake.notify_all()
+        if not first:
+            return
+        if indexer is not None:
+            indexer.join()
         with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._db.close()
+            self._db.close()
+            if self._indexer_db is not None:
+                self._indexer_db.close()
 
     def corrupt_for_tests(self, tenant: str, ref: Ref, offset: int = 0) -> None:
         """Flip one stored byte in place, as a disk fault would. For tests of ``stale``."""
