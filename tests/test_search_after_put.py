@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cargohold import LocalStore, Scope, ScopedStore
+from cargohold import LocalStore, Scope, ScopedStore, StoreError
 from cargohold.store import _local
 from cargohold.testing import FakeClock
 
@@ -166,3 +166,27 @@ def test_a_put_past_the_indexers_queue_writes_its_row_itself(
         ScopedStore(store, ALICE).put(b"a body too big for the queue\n" * 100)
 
         assert _rows(tmp_path) == (1, 0)  # in the put's own transaction
+
+
+def test_a_full_disk_while_a_put_past_the_queue_indexes_is_a_store_error_not_damage(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*args: object) -> None:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorcode = 13  # type: ignore[attr-defined]  # SQLITE_FULL
+        raise error
+
+    monkeypatch.setattr(_local, "_QUEUE_BYTES", 1000)
+    with _opened(tmp_path, clock) as store:
+        scoped = ScopedStore(store, ALICE)
+        monkeypatch.setattr(LocalStore, "_add_doc", staticmethod(full))
+        with pytest.raises(StoreError):
+            scoped.put(b"a text body while the disk is full\n" * 50)
+        monkeypatch.setattr(LocalStore, "_add_doc", _ADD_DOC)
+        ref = scoped.put(b"a text body once there is room\n" * 50).ref
+
+        assert not store._search_damaged
+        assert [hit.ref for hit in scoped.search("room", limit=5)] == [ref]
+
+
+_ADD_DOC = LocalStore.__dict__["_add_doc"]

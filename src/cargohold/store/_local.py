@@ -609,6 +609,7 @@ class LocalStore:
         rows are written by it, or by a search); this process starts its own indexer."""
         if self._pid != os.getpid():
             self._pid = os.getpid()
+            self._writer = threading.Lock()  # a thread of the parent may have held it
             self._wake = threading.Condition(threading.Lock())
             self._jobs, self._queued, self._indexer, self._indexer_db = [], 0, None, None
 
@@ -632,8 +633,9 @@ class LocalStore:
         connection (a read of this store is not held up meanwhile), until the store closes.
 
         A job that fails (a locked database past its timeout, a full disk) leaves its pending
-        row: the next search of its owner writes it (:meth:`_catch_up`), and ``verify`` names
-        it ``unindexed`` until then. No error leaves this thread: its caller has returned."""
+        row: the next search of its owner writes it (:meth:`_catch_up`) and raises the error if
+        it persists (``verify`` counts a pending row as no gap). No error leaves this thread:
+        its caller has returned."""
         while True:
             with self._wake:
                 while not self._jobs and not self._closed:
@@ -724,6 +726,7 @@ class LocalStore:
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction holding SQLite's write lock across processes."""
+        self._forked()
         with self._lock, self._writer:
             if self._closed:
                 raise UsageError("the store is closed")
@@ -1014,14 +1017,11 @@ class LocalStore:
                     jobs.append(_IndexJob(pending, text, sensitivity))
                 elif text is not None and not indexed:
                     # The indexer's queue is full: indexed in the put's transaction, a record
-                    # and its search row committing together.
-                    indexed_text = text
-
-                    def index(fts: bool) -> None:
-                        if fts:  # no document without its text: unindexed, verify says
-                            self._add_doc(db, scope.owner, digest, indexed_text)
-
-                    self._search_change(db, index)
+                    # and its search row committing together (with a damaged table, none:
+                    # unindexed, verify says).
+                    self._search_change(
+                        db, functools.partial(self._add_doc_if, db, scope.owner, digest, text)
+                    )
                 db.execute(
                     "INSERT INTO artifacts (tenant, user, session, digest, size, media_type, kind,"
                     " tool, created, expires, sensitivity, complete, classification, task, worker,"
